@@ -1,4 +1,28 @@
-// Package hcsemu is an emulator of the Host Compute Service for Linux: the engine that keeps
-// compute systems and processes with HCS's documents, states and errors, the server that
-// serves it on a unix socket, and the client that implements computecore.API over it.
+// Package hcsemu is an emulator of the Host Compute Service (vmcompute) for Linux: the engine
+// that keeps compute systems and processes with HCS's documents, states, notifications and
+// HRESULTs, and the server that serves it on a unix socket (cmd/hcsemu is the daemon). Its
+// client, the non-Windows computecore.API, lives in internal/computecore (emulator_unix.go);
+// the protocol between them is the leaf package internal/hcsemu/wire.
+//
+// It imports computecore (HRESULTs, event types), internal/hcs/schema2 (the documents) and wire;
+// nothing above those. Files:
+//
+//   - validate.go: documents decoded strictly against schema2 (unknown or mistyped fields are
+//     HCS_E_INVALID_JSON naming the field's path; out-of-range numbers E_INVALIDARG), and the
+//     checks HCS makes before creating anything.
+//   - state.go: the state machine Created → Running ⇄ Paused → Stopped.
+//   - cmdline.go, resolve.go: Windows command lines (CommandLineToArgvW) and executable lookup
+//     (CreateProcess's search order, PATH, PATHEXT) in a container's volume, its C:\.
+//   - engine_linux.go, process_linux.go, mounts_linux.go: systems (one lock each; the engine's
+//     lock guards only the table), processes chrooted in Container.Storage.Path, mapped
+//     directories as bind mounts.
+//   - cgroups_linux.go, spawn_linux.go: cgroup v1 groups per system under
+//     /sys/fs/cgroup/<controller>/hcsemu/<daemon instance>/<system> for limits, pause
+//     (freezer), statistics and killing; processes are forked from one locked thread inside the
+//     groups, with Pdeathsig, so they die with the daemon.
+//   - server_linux.go: connections, concurrent requests, per-connection event queues; Run.
+//
+// Like vmcompute, the daemon keeps systems alive across the death of the client that made them:
+// any client can open one by id. A stopped system is forgotten when its last handle closes. If
+// the daemon dies, its processes die with it and every client sees its systems exit.
 package hcsemu

@@ -1,0 +1,21 @@
+// Package hcs is the typed client of the Host Compute Service that the rest of runhcs uses:
+// compute systems (System) and the processes in them (Process), over internal/computecore.
+//
+// It adds what the C API leaves to its callers:
+//
+//   - Every call takes a context and is bounded by it. Each call creates an HCS operation, makes
+//     the computecore call and waits for the operation's result in a goroutine; when the context
+//     ends first, the operation is cancelled (HcsCancelOperation) and the call returns an *Error
+//     naming the operation and the system id that wraps the context's error. The abandoned wait
+//     finishes in the background and releases what it produced.
+//   - Errors are *Error values carrying the HRESULT and the detail of the HCS result document;
+//     errors.Is matches them against this package's sentinels (ErrNotFound, ErrInvalidState…),
+//     against the computecore.HRESULT constants, and against containerd's errdefs kinds, so the
+//     shim can return them over ttrpc as the right gRPC codes.
+//   - Notifications become Go events: System.Exited and Process.Exited are channels closed when
+//     HCS reports the exit (or when the service goes away).
+//
+// The computecore.API is obtained once, lazily, with computecore.New (computecore.dll on
+// Windows, the hcsemu daemon elsewhere); SetAPI replaces it in tests. The package imports
+// computecore and schema2 only, and nothing above it.
+package hcs

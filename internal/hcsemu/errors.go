@@ -1,0 +1,41 @@
+package hcsemu
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/openhcs/runhcs/internal/computecore"
+)
+
+// Error is what every engine call fails with: the HRESULT HCS would return and a message that
+// names the field, value, system or process at fault. It becomes the response's HRESULT and
+// the ErrorMessage of its ResultError document.
+type Error struct {
+	HResult computecore.HRESULT
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Message, e.HResult) }
+
+// Unwrap makes errors.Is(err, computecore.HCS_E_…) work.
+func (e *Error) Unwrap() error { return e.HResult }
+
+func errorf(hr computecore.HRESULT, format string, args ...any) *Error {
+	return &Error{HResult: hr, Message: fmt.Sprintf(format, args...)}
+}
+
+// AsError turns any error into an *Error; one that is not already one becomes E_FAIL.
+func AsError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var hr computecore.HRESULT
+	if errors.As(err, &hr) {
+		return &Error{HResult: hr, Message: err.Error()}
+	}
+	return &Error{HResult: computecore.E_FAIL, Message: err.Error()}
+}

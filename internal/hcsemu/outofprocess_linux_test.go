@@ -1,0 +1,209 @@
+package hcsemu
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcs/schema2"
+)
+
+// TestHelperClient is not a test: TestDaemonOutOfProcess runs the test binary again with
+// HCSEMU_TEST_HELPER set, as a first client that creates a system and a process, prints the
+// pid and waits to be killed.
+func TestHelperClient(t *testing.T) {
+	if os.Getenv("HCSEMU_TEST_HELPER") != "create" {
+		t.Skip("helper process for TestDaemonOutOfProcess")
+	}
+	api, err := computecore.New() // $HCSEMU_ADDRESS
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	vol := os.Getenv("HCSEMU_TEST_VOLUME")
+	mustRun(t, api, "create", func(op computecore.Operation) error {
+		_, err := api.CreateComputeSystem("oop", containerConfig(vol, ""), op, 0)
+		return err
+	})
+	cs, err := api.OpenComputeSystem("oop", computecore.GenericAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, api, "start", func(op computecore.Operation) error { return api.StartComputeSystem(cs, op, "") })
+	s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + " sleep 600"})
+	fmt.Printf("pid %d\n", s.pid)
+	time.Sleep(time.Hour)
+}
+
+// TestDaemonOutOfProcess runs cmd/hcsemu as its own process, as it is run by hand: a system
+// made by a client process that is then killed is opened, inspected and terminated by another;
+// and when the daemon is killed outright, its processes die with it and clients see it go.
+func TestDaemonOutOfProcess(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "hcsemu")
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "../../cmd/hcsemu")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build hcsemu: %v\n%s", err, out)
+	}
+	addr := filepath.Join(dir, "run", "hcsemu.sock")
+	daemon := exec.Command(bin, "--address", addr, "--root", filepath.Join(dir, "root"), "--os-version", "10.0.17763.1", "--log-level", "debug")
+	daemonLog, _ := os.Create(filepath.Join(dir, "hcsemu.log"))
+	daemon.Stdout, daemon.Stderr = daemonLog, daemonLog
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		daemon.Process.Kill()
+		daemon.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(daemonLog.Name())
+			t.Logf("daemon log:\n%s", b)
+		}
+	}()
+	var b *computecore.EmulatorClient
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := computecore.DialEmulator(addr)
+		if err == nil {
+			b = c
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon does not answer: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	defer b.Close()
+	if sp, err := b.GetServiceProperties(""); err != nil || !strings.Contains(sp, "10.0.17763.1") {
+		t.Errorf("service properties %s, %v: want --os-version", sp, err)
+	}
+
+	// The first client, in its own process.
+	helper := exec.Command(os.Args[0], "-test.run", "^TestHelperClient$", "-test.v")
+	helper.Env = append(os.Environ(), "HCSEMU_TEST_HELPER=create", "HCSEMU_ADDRESS="+addr, "HCSEMU_TEST_VOLUME="+newVolume(t))
+	out, _ := helper.StdoutPipe()
+	helper.Stderr = os.Stderr
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid uint32
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "pid "); ok {
+			n, _ := strconv.Atoi(v)
+			pid = uint32(n)
+			break
+		}
+		t.Logf("helper: %s", sc.Text())
+	}
+	if pid == 0 {
+		helper.Process.Kill()
+		helper.Wait()
+		t.Fatal("the helper client did not start a process")
+	}
+	helper.Process.Kill() // the first client dies; its system must not
+	helper.Wait()
+
+	cs, err := b.OpenComputeSystem("oop", computecore.GenericAll)
+	if err != nil {
+		t.Fatalf("open the system of a dead client: %v", err)
+	}
+	doc := mustRun(t, b, "enumerate", func(op computecore.Operation) error { return b.EnumerateComputeSystems("", op) })
+	if !strings.Contains(doc, `"Id":"oop"`) || !strings.Contains(doc, `"State":"Running"`) {
+		t.Errorf("enumerate %s", doc)
+	}
+	p, err := b.OpenProcess(cs, pid, computecore.GenericAll)
+	if err != nil {
+		t.Fatalf("open process %d: %v", pid, err)
+	}
+	mustRun(t, b, "terminate process", func(op computecore.Operation) error { return b.TerminateProcess(p, op, "") })
+	exit, err := b.WaitForProcessExit(p, opTimeout)
+	var ex schema2.ProcessExitedEventData
+	if err != nil || json.Unmarshal([]byte(exit), &ex) != nil || ex.ExitCode != exitCodeTerminated {
+		t.Errorf("process exit %s, %v", exit, err)
+	}
+	if _, err := run(t, b, func(op computecore.Operation) error { return b.TerminateComputeSystem(cs, op, "") }); err != nil &&
+		!errors.Is(err, computecore.HCS_E_SYSTEM_ALREADY_STOPPED) {
+		t.Errorf("terminate: %v", err)
+	}
+	b.CloseProcess(p)
+	b.CloseComputeSystem(cs)
+
+	// Kill the daemon outright: no cleanup of its own runs, yet its processes die (Pdeathsig)
+	// and the client sees its system exit and the service go.
+	vol := newVolume(t)
+	mustRun(t, b, "create", func(op computecore.Operation) error {
+		_, err := b.CreateComputeSystem("doomed", containerConfig(vol, ""), op, 0)
+		return err
+	})
+	cs2, err := b.OpenComputeSystem("doomed", computecore.GenericAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan computecore.Event, 4)
+	b.SetComputeSystemCallback(cs2, 0, 0, func(ev computecore.Event, _ uintptr) { events <- ev })
+	mustRun(t, b, "start", func(op computecore.Operation) error { return b.StartComputeSystem(cs2, op, "") })
+	s := mustStart(t, b, cs2, schema2.ProcessParameters{CommandLine: prog + " sleep 600"})
+	daemon.Process.Signal(syscall.SIGKILL)
+	daemon.Wait()
+	select {
+	case ev := <-events:
+		if ev.Type != computecore.EventSystemExited {
+			t.Errorf("event %v, want SystemExited", ev.Type)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no SystemExited after the daemon was killed")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(int(s.pid), 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if syscall.Kill(int(s.pid), 0) == nil {
+		t.Errorf("process %d outlived the killed daemon", s.pid)
+	}
+	if _, err := b.OpenComputeSystem("doomed", computecore.GenericAll); !errors.Is(err, computecore.HCS_E_SERVICE_DISCONNECT) {
+		t.Errorf("open after the daemon died: %v", err)
+	}
+
+	// A new daemon on the same root and address replaces the stale socket and ends what the
+	// killed one left in its cgroups.
+	daemon2 := exec.Command(bin, "--address", addr, "--root", filepath.Join(dir, "root"))
+	daemon2.Stdout, daemon2.Stderr = daemonLog, daemonLog
+	if err := daemon2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var c2 *computecore.EmulatorClient
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c2, err = computecore.DialEmulator(addr); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second daemon does not answer: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	doc = mustRun(t, c2, "enumerate", func(op computecore.Operation) error { return c2.EnumerateComputeSystems("", op) })
+	if doc != "[]" {
+		t.Errorf("a new daemon knows systems: %s", doc)
+	}
+	c2.Close()
+	// SIGTERM: the daemon terminates everything and exits 0.
+	daemon2.Process.Signal(syscall.SIGTERM)
+	if err := daemon2.Wait(); err != nil {
+		t.Errorf("daemon exit after SIGTERM: %v", err)
+	}
+	if _, err := os.Stat(addr); err == nil {
+		t.Error("the socket is still there after the daemon exited")
+	}
+}

@@ -1,0 +1,51 @@
+package hcsemu
+
+import (
+	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcs/schema2"
+)
+
+// systemOp is an operation that moves a compute system between states.
+type systemOp string
+
+const (
+	opStart     systemOp = "Start"
+	opPause     systemOp = "Pause"
+	opResume    systemOp = "Resume"
+	opShutdown  systemOp = "Shutdown"
+	opTerminate systemOp = "Terminate"
+)
+
+// transitions is HCS's state machine for a compute system: Created → Running ⇄ Paused →
+// Stopped. Terminate stops a system from any live state; Shutdown from Created or Running
+// (a paused system must be resumed first, as HCS cannot deliver the shutdown to a frozen
+// silo). Anything not listed is HCS_E_INVALID_STATE, except that stopping a stopped system is
+// HCS_E_SYSTEM_ALREADY_STOPPED (hcsshim treats that as success for terminate and shutdown).
+var transitions = map[schema2.State]map[systemOp]schema2.State{
+	schema2.StateCreated: {
+		opStart:     schema2.StateRunning,
+		opShutdown:  schema2.StateStopped,
+		opTerminate: schema2.StateStopped,
+	},
+	schema2.StateRunning: {
+		opPause:     schema2.StatePaused,
+		opShutdown:  schema2.StateStopped,
+		opTerminate: schema2.StateStopped,
+	},
+	schema2.StatePaused: {
+		opResume:    schema2.StateRunning,
+		opTerminate: schema2.StateStopped,
+	},
+	schema2.StateStopped: {},
+}
+
+// transition returns the state op leads to from from, or the HCS error for an invalid one.
+func transition(id string, from schema2.State, op systemOp) (schema2.State, error) {
+	if to, ok := transitions[from][op]; ok {
+		return to, nil
+	}
+	if from == schema2.StateStopped && (op == opShutdown || op == opTerminate) {
+		return from, errorf(computecore.HCS_E_SYSTEM_ALREADY_STOPPED, "%s of compute system %q: it has already stopped", op, id)
+	}
+	return from, errorf(computecore.HCS_E_INVALID_STATE, "%s of compute system %q: not valid in state %s", op, id, from)
+}

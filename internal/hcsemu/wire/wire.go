@@ -1,0 +1,230 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// MaxFrameSize bounds one frame, so that a corrupt length cannot make a reader allocate without
+// limit. HCS documents are a few KiB; enumerations of many systems stay far below this.
+const MaxFrameSize = 16 << 20
+
+// MaxFDsPerFrame is the most descriptors one frame carries: stdin, stdout and stderr.
+const MaxFDsPerFrame = 3
+
+// Methods, named after the computecore.dll function each one serves (without "Hcs"), plus
+// MethodCancel, which cancels a request still running.
+const (
+	MethodCreateComputeSystem        = "CreateComputeSystem"
+	MethodOpenComputeSystem          = "OpenComputeSystem"
+	MethodCloseComputeSystem         = "CloseComputeSystem"
+	MethodEnumerateComputeSystems    = "EnumerateComputeSystems"
+	MethodStartComputeSystem         = "StartComputeSystem"
+	MethodShutDownComputeSystem      = "ShutDownComputeSystem"
+	MethodTerminateComputeSystem     = "TerminateComputeSystem"
+	MethodPauseComputeSystem         = "PauseComputeSystem"
+	MethodResumeComputeSystem        = "ResumeComputeSystem"
+	MethodGetComputeSystemProperties = "GetComputeSystemProperties"
+	MethodModifyComputeSystem        = "ModifyComputeSystem"
+	MethodCreateProcess              = "CreateProcess"
+	MethodOpenProcess                = "OpenProcess"
+	MethodCloseProcess               = "CloseProcess"
+	MethodTerminateProcess           = "TerminateProcess"
+	MethodSignalProcess              = "SignalProcess"
+	MethodGetProcessProperties       = "GetProcessProperties"
+	MethodModifyProcess              = "ModifyProcess"
+	MethodGetServiceProperties       = "GetServiceProperties"
+	MethodCancel                     = "Cancel"
+)
+
+// Frame is every message on the socket. A request has ID, Method and Args. A response has the
+// request's ID, HResult (0 for success), Result (the HCS result document: on failure the
+// ResultError document), Reply (method-specific, see the …Reply types) and FDs. An event has ID
+// 0 and Event.
+type Frame struct {
+	ID      uint64          `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	HResult uint32          `json:"hresult,omitempty"` // a computecore.HRESULT
+	Result  string          `json:"result,omitempty"`
+	Reply   json.RawMessage `json:"reply,omitempty"`
+	FDs     int             `json:"fds,omitempty"`
+	Event   *Event          `json:"event,omitempty"`
+}
+
+// SystemRef names a compute system on the wire. Instance 0 matches any instance (used by Open).
+type SystemRef struct {
+	ID       string `json:"id"`
+	Instance uint64 `json:"instance,omitempty"`
+}
+
+// ProcessRef names a process of a compute system.
+type ProcessRef struct {
+	System SystemRef `json:"system"`
+	PID    uint32    `json:"pid"`
+}
+
+// CreateSystemArgs are the args of MethodCreateComputeSystem.
+type CreateSystemArgs struct {
+	ID            string `json:"id"`
+	Configuration string `json:"configuration"`
+}
+
+// OpenSystemArgs are the args of MethodOpenComputeSystem.
+type OpenSystemArgs struct {
+	ID string `json:"id"`
+}
+
+// SystemReply is the reply of MethodCreateComputeSystem and MethodOpenComputeSystem: the
+// instance the handle refers to and, when the system has already stopped, its exit status
+// document (a schema2.SystemExitStatus).
+type SystemReply struct {
+	Instance   uint64 `json:"instance"`
+	Stopped    bool   `json:"stopped,omitempty"`
+	ExitStatus string `json:"exitStatus,omitempty"`
+}
+
+// SystemArgs are the args of the methods on one system (start, shut down, terminate, pause,
+// resume, get properties, modify, close): Document is the options, query or settings document.
+type SystemArgs struct {
+	System   SystemRef `json:"system"`
+	Document string    `json:"document,omitempty"`
+}
+
+// QueryArgs are the args of MethodEnumerateComputeSystems and MethodGetServiceProperties.
+type QueryArgs struct {
+	Query string `json:"query,omitempty"`
+}
+
+// CreateProcessArgs are the args of MethodCreateProcess.
+type CreateProcessArgs struct {
+	System     SystemRef `json:"system"`
+	Parameters string    `json:"parameters"`
+}
+
+// OpenProcessArgs are the args of MethodOpenProcess.
+type OpenProcessArgs struct {
+	System SystemRef `json:"system"`
+	PID    uint32    `json:"pid"`
+}
+
+// Std stream slots, in the order descriptors are attached to a ProcessReply's frame.
+const (
+	StdIn = iota
+	StdOut
+	StdErr
+)
+
+// ProcessReply is the reply of MethodCreateProcess and MethodOpenProcess. Stdio says which std
+// streams have a descriptor attached, in slot order; Console says the stdin and stdout slots are
+// one pseudo console master, sent once (the client duplicates it). When the process has already
+// exited, ExitStatus is its exit document (a schema2.ProcessExitedEventData).
+type ProcessReply struct {
+	PID        uint32  `json:"pid"`
+	Stdio      [3]bool `json:"stdio,omitzero"`
+	Console    bool    `json:"console,omitempty"`
+	Exited     bool    `json:"exited,omitempty"`
+	ExitStatus string  `json:"exitStatus,omitempty"`
+}
+
+// ProcessArgs are the args of the methods on one process (terminate, signal, get properties,
+// modify, close): Document is the options, query or settings document.
+type ProcessArgs struct {
+	Process  ProcessRef `json:"process"`
+	Document string     `json:"document,omitempty"`
+}
+
+// CancelArgs are the args of MethodCancel: the id of the request to cancel. A cancelled request
+// still gets its response (failing with the cancellation, unless it finished first).
+type CancelArgs struct {
+	Request uint64 `json:"request"`
+}
+
+// Event is a notification pushed by the daemon. For computecore.EventSystemExited, PID is 0 and
+// Data is a schema2.SystemExitStatus; for computecore.EventProcessExited, Data is a
+// schema2.ProcessExitedEventData.
+type Event struct {
+	Type   uint32    `json:"type"` // a computecore.EventType
+	System SystemRef `json:"system"`
+	PID    uint32    `json:"pid,omitempty"`
+	Data   string    `json:"data,omitempty"`
+}
+
+// NewRequest builds a request frame, encoding args.
+func NewRequest(id uint64, method string, args any) (*Frame, error) {
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("encode args of %s: %w", method, err)
+	}
+	return &Frame{ID: id, Method: method, Args: b}, nil
+}
+
+// DecodeArgs decodes a request's args strictly: an unknown field is a protocol error.
+func (f *Frame) DecodeArgs(v any) error {
+	return decodeStrict(f.Args, v, "args of "+f.Method)
+}
+
+// DecodeReply decodes a response's reply.
+func (f *Frame) DecodeReply(v any) error {
+	if len(f.Reply) == 0 {
+		return fmt.Errorf("response %d has no reply", f.ID)
+	}
+	return decodeStrict(f.Reply, v, "reply")
+}
+
+func decodeStrict(b []byte, v any, what string) error {
+	if len(b) == 0 {
+		b = []byte("{}")
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("decode %s: %w", what, err)
+	}
+	return nil
+}
+
+// encodeFrame returns the frame's bytes with their length prefix.
+func encodeFrame(f *Frame) ([]byte, error) {
+	body, err := json.Marshal(f)
+	if err != nil {
+		return nil, fmt.Errorf("encode frame %d: %w", f.ID, err)
+	}
+	if len(body) > MaxFrameSize {
+		return nil, fmt.Errorf("frame %d is %d bytes, more than %d", f.ID, len(body), MaxFrameSize)
+	}
+	b := make([]byte, 4+len(body))
+	binary.BigEndian.PutUint32(b, uint32(len(body)))
+	copy(b[4:], body)
+	return b, nil
+}
+
+// readFrame reads one length-prefixed frame from r.
+func readFrame(r io.Reader) (*Frame, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > MaxFrameSize {
+		return nil, fmt.Errorf("frame of %d bytes is more than %d: %w", n, MaxFrameSize, io.ErrUnexpectedEOF)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	var f Frame
+	if err := json.Unmarshal(body, &f); err != nil {
+		return nil, fmt.Errorf("decode frame: %w", err)
+	}
+	if f.FDs < 0 || f.FDs > MaxFDsPerFrame {
+		return nil, fmt.Errorf("frame %d claims %d descriptors", f.ID, f.FDs)
+	}
+	return &f, nil
+}
