@@ -1,0 +1,311 @@
+package wclayer
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/containerd/errdefs"
+)
+
+// baseEntries is a base layer in the shape of a Windows Server Core layer, with every kind of
+// node and record a layer tar carries.
+func baseEntries() []fent {
+	long := "Files/" + strings.Repeat("deep-folder-name/", 20) // past MAX_PATH (260)
+	return []fent{
+		{name: "Files", typ: tar.TypeDir, attrs: 0x10, sd: sampleSD},
+		{name: "Files/Windows", typ: tar.TypeDir, attrs: 0x10, sd: sampleSD},
+		{name: "Files/Windows/System32", typ: tar.TypeDir, attrs: 0x10, sd: sampleSD},
+		{name: "Files/Windows/System32/cmd.exe", typ: tar.TypeReg, body: strings.Repeat("MZ", 5000), attrs: 0x20, sd: sampleSD},
+		{name: "Files/Windows/System32/empty.dll", typ: tar.TypeReg, attrs: 0x21, sd: sampleSD},
+		{name: "Files/Windows/System32/hidden.sys", typ: tar.TypeReg, body: "sys", attrs: 0x26},
+		{name: "Files/Windows/notepad.exe", typ: tar.TypeLink, link: "Files/Windows/System32/cmd.exe", attrs: 0x20},
+		{name: "Files/Documents and Settings", typ: tar.TypeSymlink, link: `C:\Users`, attrs: 0x2416, mount: true, sd: sampleSD},
+		{name: "Files/Windows/System32/rel.lnk", typ: tar.TypeSymlink, link: `..\notepad.exe`, attrs: 0x420},
+		{name: "Files/workload/", typ: tar.TypeDir, attrs: 0x10},
+		{name: "Files/workload/workload.exe", typ: tar.TypeReg, body: "\x7fELF binary", attrs: 0x20, sd: sampleSD},
+		{name: long, typ: tar.TypeDir, attrs: 0x10},
+		{name: long + "file-at-the-bottom.txt", typ: tar.TypeReg, body: "deep", attrs: 0x20},
+		{name: "Files/Unicode-ünïcødé-文件.txt", typ: tar.TypeReg, body: "u", attrs: 0x20},
+		{name: "Hives", typ: tar.TypeDir, attrs: 0x10},
+		{name: "Hives/DefaultUser_Delta", typ: tar.TypeReg, body: "regf hive", attrs: 0x20},
+		{name: "UtilityVM", typ: tar.TypeDir, attrs: 0x10},
+		{name: "UtilityVM/Files", typ: tar.TypeDir, attrs: 0x10},
+		{name: "UtilityVM/Files/EFI/boot.efi", typ: tar.TypeReg, body: "efi", attrs: 0x20},
+	}
+}
+
+// childEntries is a layer over baseEntries: changes, deletions, an opaque folder and names
+// that differ from the parent's only in case.
+func childEntries() []fent {
+	return []fent{
+		{name: "Files/WINDOWS/System32/cmd.exe", typ: tar.TypeReg, body: "patched", attrs: 0x20, sd: sampleSD},
+		{name: "Files/Windows/System32/.wh.hidden.sys", typ: tar.TypeReg, noWinHdr: true},
+		{name: "Files/workload/.wh..wh..opq", typ: tar.TypeReg, noWinHdr: true},
+		{name: "Files/workload/new.txt", typ: tar.TypeReg, body: "new", attrs: 0x20},
+		{name: "Files/ProgramData", typ: tar.TypeDir, attrs: 0x10},
+		{name: "Files/ProgramData/app.cfg", typ: tar.TypeReg, body: "cfg", attrs: 0x20},
+	}
+}
+
+func importBytes(t testing.TB, b []byte, layer string, parents []string) {
+	t.Helper()
+	if _, err := ImportLayer(context.Background(), bytes.NewReader(b), layer, parents, ImportOptions{}); err != nil {
+		t.Fatalf("import %s: %v", layer, err)
+	}
+}
+
+func exportBytes(t testing.TB, layer string) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	if err := ExportLayer(context.Background(), &out, layer); err != nil {
+		t.Fatalf("export %s: %v", layer, err)
+	}
+	return out.Bytes()
+}
+
+func TestRoundTrip(t *testing.T) {
+	requireRoot(t)
+	tests := []struct {
+		name    string
+		ents    []fent
+		parents bool
+		// want, when set, are the entries expected back (else the input's).
+		want []fent
+	}{
+		{name: "base layer", ents: baseEntries()},
+		{name: "child layer over base", ents: childEntries(), parents: true},
+		{name: "case-only duplicate: later entry wins", ents: []fent{
+			{name: "Files/readme.TXT", typ: tar.TypeReg, body: "first", attrs: 0x20},
+			{name: "Files/README.txt", typ: tar.TypeReg, body: "second", attrs: 0x21},
+		}, want: []fent{
+			{name: "Files/README.txt", typ: tar.TypeReg, body: "second", attrs: 0x21},
+		}},
+		{name: "file then whiteout of it in one layer", ents: []fent{
+			{name: "Files/a", typ: tar.TypeReg, body: "x", attrs: 0x20},
+			{name: "Files/.wh.a", typ: tar.TypeReg, noWinHdr: true},
+		}, want: []fent{
+			{name: "Files/a", typ: tar.TypeReg, body: "x", attrs: 0x20},
+			{name: "Files/.wh.a", typ: tar.TypeReg, noWinHdr: true},
+		}[1:]},
+		{name: "hard link naming its target in another case", ents: []fent{
+			{name: "Files/Dir", typ: tar.TypeDir, attrs: 0x10},
+			{name: "Files/Dir/Target.dll", typ: tar.TypeReg, body: "dll", attrs: 0x20, sd: sampleSD},
+			{name: "Files/Dir/link1.dll", typ: tar.TypeLink, link: "Files/DIR/target.DLL", attrs: 0x20},
+			{name: "Files/link2.dll", typ: tar.TypeLink, link: "Files/Dir/Target.dll", attrs: 0x21},
+		}},
+		{name: "empty tar", ents: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var parents []string
+			if tc.parents {
+				base := filepath.Join(dir, "base")
+				importBytes(t, winTar(t, baseEntries()), base, nil)
+				parents = []string{base}
+			}
+			in := winTar(t, tc.ents)
+			layer := filepath.Join(dir, "layer")
+			importBytes(t, in, layer, parents)
+			want := readEntries(t, in)
+			if tc.want != nil {
+				// Times depend on the entry's index in winTar, so rebuild want with the same
+				// indexes as the input.
+				all := readEntries(t, in)
+				want = map[string]tarEntry{}
+				for _, w := range tc.want {
+					want[w.name] = all[w.name]
+				}
+			}
+			if d := diffEntries(want, readEntries(t, exportBytes(t, layer))); d != "" {
+				t.Fatalf("export differs from import:\n%s", d)
+			}
+			if tc.parents {
+				chain, err := ReadLayerChain(layer)
+				if err != nil || len(chain) != 1 || chain[0] != parents[0] {
+					t.Fatalf("layerchain.json = %v, %v; want %v", chain, err, parents)
+				}
+			}
+		})
+	}
+}
+
+// TestCaseInsensitiveParents checks that names resolve to the parent's spelling on disk, so
+// that overlayfs merges them, while the tar keeps its own.
+func TestCaseInsensitiveParents(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base")
+	importBytes(t, winTar(t, baseEntries()), base, nil)
+	child := filepath.Join(dir, "child")
+	importBytes(t, winTar(t, childEntries()), child, []string{base})
+	if _, err := os.Lstat(filepath.Join(child, "Files/Windows/System32/cmd.exe")); err != nil {
+		t.Fatalf("Files/WINDOWS/... was not written under the parent's spelling Files/Windows: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(child, "Files/WINDOWS")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Files/WINDOWS exists beside Files/Windows: %v", err)
+	}
+	fi, err := os.Lstat(filepath.Join(child, "Files/Windows/System32/hidden.sys"))
+	if err != nil || !isWhiteout(fi) {
+		t.Fatalf("whiteout of hidden.sys is not a 0/0 device: %v %v", fi, err)
+	}
+	if v, _ := getXattr(filepath.Join(child, "Files/workload"), xattrOverlayOpaque); string(v) != "y" {
+		t.Fatalf("Files/workload not opaque: %q", v)
+	}
+}
+
+func TestHostileTars(t *testing.T) {
+	requireRoot(t)
+	tests := []struct {
+		name string
+		ents []fent
+	}{
+		{"dotdot", []fent{{name: "Files/../../etc/passwd", typ: tar.TypeReg, body: "x"}}},
+		{"dotdot backslash", []fent{{name: `Files\..\..\evil`, typ: tar.TypeReg, body: "x"}}},
+		{"absolute", []fent{{name: "/etc/evil", typ: tar.TypeReg, body: "x"}}},
+		{"drive letter", []fent{{name: `C:\Windows\evil`, typ: tar.TypeReg, body: "x"}}},
+		{"alternate data stream", []fent{{name: "Files/a:stream", typ: tar.TypeReg, body: "x"}}},
+		{"outside prefixes", []fent{{name: "Other/file", typ: tar.TypeReg, body: "x"}}},
+		{"top folder as a file", []fent{{name: "Files", typ: tar.TypeReg, body: "x"}}},
+		{"symlink escapes", []fent{{name: "Files/a/link", typ: tar.TypeSymlink, link: "../../../etc"}}},
+		{"write through a symlink", []fent{
+			{name: "Files/link", typ: tar.TypeSymlink, link: `C:\`},
+			{name: "Files/link/evil", typ: tar.TypeReg, body: "x"}}},
+		{"hard link outside", []fent{{name: "Files/hl", typ: tar.TypeLink, link: "../../etc/passwd"}}},
+		{"hard link to nothing", []fent{{name: "Files/hl", typ: tar.TypeLink, link: "Files/none"}}},
+		{"hard link to directory", []fent{
+			{name: "Files/d", typ: tar.TypeDir},
+			{name: "Files/hl", typ: tar.TypeLink, link: "Files/d"}}},
+		{"hard link to a whiteout", []fent{
+			{name: "Files/.wh.gone", typ: tar.TypeReg},
+			{name: "Files/hl", typ: tar.TypeLink, link: "Files/gone"}}},
+		{"device node", []fent{{name: "Files/dev", typ: tar.TypeChar}}},
+		{"fifo", []fent{{name: "Files/fifo", typ: tar.TypeFifo}}},
+		{"long component", []fent{{name: "Files/" + strings.Repeat("a", 256), typ: tar.TypeReg}}},
+		{"whiteout of dotdot", []fent{{name: "Files/.wh...", typ: tar.TypeReg}}},
+		{"oversized security descriptor", []fent{{name: "Files/big", typ: tar.TypeReg, sd: make([]byte, maxPAXValue)}}},
+	}
+	// archive/tar's writer drops GNU.sparse.* records, so that case is patched in afterwards:
+	// a record key of the same length is renamed in the bytes.
+	sparse := winTar(t, []fent{{name: "Files/sparse", typ: tar.TypeReg, body: "x", pax: map[string]string{"MSWINDOWS.XXXXXX": "1"}}})
+	sparse = bytes.Replace(sparse, []byte("MSWINDOWS.XXXXXX"), []byte("GNU.sparse.major"), 1)
+	for _, tc := range append(tests, struct {
+		name string
+		ents []fent
+	}{name: "GNU sparse record"}) {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			layer := filepath.Join(dir, "layers", "l")
+			in := winTar(t, tc.ents)
+			if tc.name == "GNU sparse record" {
+				in = sparse
+			}
+			_, err := ImportLayer(context.Background(), bytes.NewReader(in), layer, nil, ImportOptions{})
+			if !errors.Is(err, errdefs.ErrInvalidArgument) {
+				t.Fatalf("import = %v, want an invalid-argument error", err)
+			}
+			assertOnly(t, dir, "layers")
+			assertOnly(t, filepath.Join(dir, "layers"))
+		})
+	}
+}
+
+// assertOnly fails unless dir holds exactly names.
+func assertOnly(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if strings.Join(got, ",") != strings.Join(names, ",") {
+		t.Fatalf("%s holds %v, want %v", dir, got, names)
+	}
+}
+
+type failingReader struct {
+	r     io.Reader
+	after int
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if f.after <= 0 {
+		return 0, errors.New("connection reset")
+	}
+	if len(p) > f.after {
+		p = p[:f.after]
+	}
+	n, err := f.r.Read(p)
+	f.after -= n
+	return n, err
+}
+
+// TestInterruptedImport checks that a failed import leaves the existing layer as it was.
+func TestInterruptedImport(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	layer := filepath.Join(dir, "l")
+	first := winTar(t, []fent{{name: "Files/keep.txt", typ: tar.TypeReg, body: "keep", attrs: 0x20}})
+	importBytes(t, first, layer, nil)
+	second := winTar(t, baseEntries())
+	for _, cut := range []int{0, 700, len(second) / 2, len(second) - 1100} {
+		_, err := ImportLayer(context.Background(), &failingReader{bytes.NewReader(second), cut}, layer, nil, ImportOptions{})
+		if err == nil {
+			t.Fatalf("import cut at %d succeeded", cut)
+		}
+		if d := diffEntries(readEntries(t, first), readEntries(t, exportBytes(t, layer))); d != "" {
+			t.Fatalf("layer changed by an import cut at %d:\n%s", cut, d)
+		}
+		assertOnly(t, dir, "l")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ImportLayer(ctx, bytes.NewReader(second), layer, nil, ImportOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("import with a cancelled context = %v", err)
+	}
+}
+
+// TestParallelImports imports the same and different layers at once.
+func TestParallelImports(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	base := winTar(t, baseEntries())
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			layer := filepath.Join(dir, "same")
+			if i%2 == 1 {
+				layer = filepath.Join(dir, "diff", string(rune('a'+i)))
+			}
+			if _, err := ImportLayer(context.Background(), bytes.NewReader(base), layer, nil, ImportOptions{Sync: i == 0}); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	want := readEntries(t, base)
+	for _, l := range []string{"same", "diff/b", "diff/p"} {
+		if d := diffEntries(want, readEntries(t, exportBytes(t, filepath.Join(dir, l)))); d != "" {
+			t.Fatalf("%s:\n%s", l, d)
+		}
+	}
+	assertOnly(t, dir, "diff", "same")
+}
