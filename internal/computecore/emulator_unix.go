@@ -985,7 +985,7 @@ func (c *EmulatorClient) OpenProcess(cs System, processID uint32, _ uint32) (Pro
 	p := &emuProcess{ref: wire.ProcessRef{System: s.ref}, exited: make(chan struct{})}
 	c.procs[h] = p
 	c.mu.Unlock()
-	_, err = c.roundTrip(wire.MethodOpenProcess, wire.OpenProcessArgs{System: s.ref, PID: processID}, func(f *wire.Frame, fds []int) {
+	_, err = c.roundTrip(wire.MethodOpenProcess, wire.ProcessRef{System: s.ref, PID: processID}, func(f *wire.Frame, fds []int) {
 		closeFDs(fds)
 		if f.HResult != 0 {
 			return

@@ -51,7 +51,7 @@ func testProg(t *testing.T) string {
 			return
 		}
 		testProgPath = filepath.Join(dir, "testprog.exe")
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", testProgPath, "./testdata/testprog")
+		cmd := exec.Command("go", "build", "-o", testProgPath, "./testdata/testprog")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			testProgErr = fmt.Errorf("build testprog: %v\n%s", err, out)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -53,7 +52,7 @@ func TestDaemonOutOfProcess(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "hcsemu")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "../../cmd/hcsemu")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/hcsemu")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build hcsemu: %v\n%s", err, out)
 	}

@@ -283,9 +283,9 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 			reply, files, err = e.CreateProcess(ctx, a.System, a.Parameters, c)
 		}
 	case wire.MethodOpenProcess:
-		var a wire.OpenProcessArgs
+		var a wire.ProcessRef // MethodOpenProcess's args name the process by system and pid
 		if err = f.DecodeArgs(&a); err == nil {
-			reply, err = e.OpenProcess(ctx, wire.ProcessRef{System: a.System, PID: a.PID}, c)
+			reply, err = e.OpenProcess(ctx, a, c)
 		}
 	case wire.MethodCloseProcess, wire.MethodTerminateProcess, wire.MethodSignalProcess,
 		wire.MethodGetProcessProperties, wire.MethodModifyProcess:

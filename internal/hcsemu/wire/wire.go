@@ -105,12 +105,6 @@ type CreateProcessArgs struct {
 	Parameters string    `json:"parameters"`
 }
 
-// OpenProcessArgs are the args of MethodOpenProcess.
-type OpenProcessArgs struct {
-	System SystemRef `json:"system"`
-	PID    uint32    `json:"pid"`
-}
-
 // Std stream slots, in the order descriptors are attached to a ProcessReply's frame.
 const (
 	StdIn = iota
