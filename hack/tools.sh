@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# hack/tools.sh builds the pinned tools the build and the tests use, from the Go module proxy,
+# into a cache keyed by tool version and Go version, and prints nothing but errors.
+#
+#   hack/tools.sh [all|proto|lint|containerd|containerd1.7]   (default: all)
+#
+# The pins live in tools/go.mod (protoc-gen-go, protoc-gen-go-ttrpc, containerd 2.x and ctr),
+# tools/containerd1.7/go.mod and tools/lint/go.mod (staticcheck). Cache: $RUNHCS_CACHE, default
+# ~/.cache/runhcs. `hack/tools.sh path NAME` prints where a tool lives (built or not).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${RUNHCS_CACHE:-${HOME}/.cache/runhcs}"
+GOVER="$(go env GOVERSION)"
+
+# Versions read from the pins so there is one place to change them.
+modver() { # modver DIR MODULE
+	(cd "${ROOT}/$1" && go list -m -f '{{.Version}}' "$2")
+}
+
+# containerd is built without cgo: the btrfs snapshotter needs cgo and headers; devmapper and zfs
+# are not used. CRI stays in: the CRI suites drive it.
+CONTAINERD_TAGS="no_btrfs no_devmapper no_zfs no_aufs"
+
+# RECIPE names how tools are built; bump it when build flags change so cached builds are redone.
+RECIPE=r1
+
+tooldir() { # tooldir NAME VERSION
+	echo "${CACHE}/tools/$1-$2-${GOVER}-${RECIPE}"
+}
+
+build() { # build MODDIR NAME VERSION PKG [TAGS [LDFLAGS]]
+	local moddir="$1" name="$2" version="$3" pkg="$4" tags="${5:-}" ldflags="${6:-}"
+	local dir
+	dir="$(tooldir "${name}" "${version}")"
+	if [[ -x "${dir}/${name}" ]]; then
+		return 0
+	fi
+	mkdir -p "${dir}"
+	echo "tools: building ${name} ${version} (${pkg})" >&2
+	(cd "${ROOT}/${moddir}" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -tags "${tags}" -ldflags "${ldflags}" \
+		-o "${dir}/${name}.tmp" "${pkg}")
+	mv "${dir}/${name}.tmp" "${dir}/${name}"
+}
+
+path_of() {
+	case "$1" in
+	protoc-gen-go) echo "$(tooldir protoc-gen-go "$(modver tools google.golang.org/protobuf)")/protoc-gen-go" ;;
+	protoc-gen-go-ttrpc) echo "$(tooldir protoc-gen-go-ttrpc "$(modver tools github.com/containerd/ttrpc)")/protoc-gen-go-ttrpc" ;;
+	containerd) echo "$(tooldir containerd "$(modver tools github.com/containerd/containerd/v2)")/containerd" ;;
+	ctr) echo "$(tooldir ctr "$(modver tools github.com/containerd/containerd/v2)")/ctr" ;;
+	containerd1.7) echo "$(tooldir containerd "$(modver tools/containerd1.7 github.com/containerd/containerd)")/containerd" ;;
+	ctr1.7) echo "$(tooldir ctr "$(modver tools/containerd1.7 github.com/containerd/containerd)")/ctr" ;;
+	staticcheck) echo "$(tooldir staticcheck "$(modver tools/lint honnef.co/go/tools)")/staticcheck" ;;
+	*) echo "tools: unknown tool $1" >&2; return 1 ;;
+	esac
+}
+
+proto() {
+	build tools protoc-gen-go "$(modver tools google.golang.org/protobuf)" google.golang.org/protobuf/cmd/protoc-gen-go
+	build tools protoc-gen-go-ttrpc "$(modver tools github.com/containerd/ttrpc)" github.com/containerd/ttrpc/cmd/protoc-gen-go-ttrpc
+}
+lint() {
+	build tools/lint staticcheck "$(modver tools/lint honnef.co/go/tools)" honnef.co/go/tools/cmd/staticcheck
+}
+containerd2() {
+	local v
+	v="$(modver tools github.com/containerd/containerd/v2)"
+	# The version variable containerd's Makefile sets, so `ctr version` says which release runs.
+	local ld="-X github.com/containerd/containerd/v2/version.Version=${v}"
+	build tools containerd "${v}" github.com/containerd/containerd/v2/cmd/containerd "${CONTAINERD_TAGS}" "${ld}"
+	build tools ctr "${v}" github.com/containerd/containerd/v2/cmd/ctr "${CONTAINERD_TAGS}" "${ld}"
+}
+containerd17() {
+	local v
+	v="$(modver tools/containerd1.7 github.com/containerd/containerd)"
+	local ld="-X github.com/containerd/containerd/version.Version=${v}"
+	build tools/containerd1.7 containerd "${v}" github.com/containerd/containerd/cmd/containerd "${CONTAINERD_TAGS}" "${ld}"
+	build tools/containerd1.7 ctr "${v}" github.com/containerd/containerd/cmd/ctr "${CONTAINERD_TAGS}" "${ld}"
+}
+
+case "${1:-all}" in
+all) proto; lint; containerd2; containerd17 ;;
+proto) proto ;;
+lint) lint ;;
+containerd) containerd2 ;;
+containerd1.7) containerd17 ;;
+path) path_of "$2" ;;
+*) echo "usage: $0 [all|proto|lint|containerd|containerd1.7|path NAME]" >&2; exit 2 ;;
+esac
