@@ -1,0 +1,141 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	bootapi "github.com/containerd/containerd/api/runtime/bootstrap/v1"
+	"github.com/containerd/containerd/api/types"
+	cshim "github.com/containerd/containerd/v2/pkg/shim"
+	"github.com/containerd/log"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/openhcs/runhcs/internal/layers"
+)
+
+// deleteExitStatus is what the delete action reports for a task whose shim died: its real
+// exit is unknown.
+const deleteExitStatus = 255
+
+// manager is the shim's life as containerd's shim package drives it.
+type manager struct {
+	name string
+}
+
+var _ cshim.Shim = (*manager)(nil)
+
+func (m *manager) Name() string { return m.name }
+
+// Start serves the bootstrap protocol of containerd ≥ 2.3. containerd does not use it for a
+// binary named *shim-runhcs-v1 (core/runtime/v2/command.go keeps such shims on the legacy
+// start protocol, handled by start() before the shim package runs), but a renamed binary
+// would get here.
+func (m *manager) Start(ctx context.Context, params *bootapi.BootstrapParams) (*bootapi.BootstrapResult, error) {
+	f := startFlags{
+		namespace: params.GetNamespace(),
+		id:        params.GetInstanceID(),
+		address:   params.GetContainerdGrpcAddress(),
+		debug:     params.GetLogLevel() <= bootapi.LogLevel_LOG_LEVEL_DEBUG,
+	}
+	addr, err := startOrJoin(ctx, f, params.GetContainerdTtrpcAddress())
+	if err != nil {
+		return nil, err
+	}
+	return &bootapi.BootstrapResult{Version: 3, Address: addr, Protocol: "ttrpc"}, nil
+}
+
+// Stop is the delete action, run by containerd after a shim died: it terminates the task's
+// compute system, unmounts its layers and removes its state. Every step tolerates having been
+// done already, so it can run any number of times.
+func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error) {
+	bundle := ""
+	if o, ok := ctx.Value(cshim.OptsKey{}).(cshim.Opts); ok {
+		bundle = o.BundlePath
+	}
+	if bundle == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return cshim.StopStatus{}, err
+		}
+		bundle = wd
+	}
+	if err := cleanupBundle(ctx, newHCSHost(), layers.Default, id, bundle); err != nil {
+		return cshim.StopStatus{}, err
+	}
+	return cshim.StopStatus{Pid: 0, ExitStatus: deleteExitStatus, ExitedAt: time.Now()}, nil
+}
+
+// cleanupBundle removes what task id of bundle left behind.
+func cleanupBundle(ctx context.Context, host hcsHost, lm layerMounter, id, bundle string) error {
+	logger := log.G(ctx).WithFields(log.Fields{"task": id, "bundle": bundle})
+	st, err := readBundleState(bundle)
+	if err != nil {
+		return err
+	}
+	systemID := id
+	var chain *layers.Chain
+	if st != nil {
+		if st.SystemID != "" {
+			systemID = st.SystemID
+		}
+		chain = st.Layers
+	} else if spec, err := readSpec(bundle); err == nil && spec.Windows != nil {
+		// No state: a shim from before the state existed, or one that died before writing it.
+		// The spec's layer folders still name the scratch.
+		chain, _ = layers.FromLayerFolders(spec.Windows.LayerFolders)
+	}
+
+	var errs []error
+	cctx, cancel := context.WithTimeout(ctx, hcsCallTimeout)
+	defer cancel()
+	sys, err := host.OpenComputeSystem(cctx, systemID)
+	switch {
+	case err == nil:
+		if err := sys.Terminate(cctx); err != nil && !host.IsGone(err) {
+			errs = append(errs, fmt.Errorf("terminate compute system %q: %w", systemID, err))
+		}
+		_ = sys.Close()
+	case host.IsGone(err):
+		logger.Debug("compute system already gone")
+	default:
+		errs = append(errs, fmt.Errorf("open compute system %q: %w", systemID, err))
+	}
+	if chain != nil {
+		if err := lm.Unmount(cctx, chain.Scratch); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return removeBundleState(bundle)
+}
+
+// Info answers `-info`: the runtime's name and version, after validating the options given on
+// stdin (a containerd.runhcs.v1.Options in an Any), if any.
+func (m *manager) Info(ctx context.Context, optionsR io.Reader) (*types.RuntimeInfo, error) {
+	b, err := io.ReadAll(io.LimitReader(optionsR, maxOptionsSize))
+	if err != nil {
+		return nil, err
+	}
+	var opts *anypb.Any
+	if len(b) > 0 {
+		opts = &anypb.Any{}
+		if err := proto.Unmarshal(b, opts); err != nil {
+			return nil, fmt.Errorf("runtime options on stdin: %w", err)
+		}
+		if _, err := decodeOptions(opts); err != nil {
+			return nil, err
+		}
+	}
+	return &types.RuntimeInfo{
+		Options: opts,
+		Name:    m.name,
+		Version: &types.RuntimeVersion{Version: Version},
+	}, nil
+}

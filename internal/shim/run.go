@@ -1,0 +1,131 @@
+package shim
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	cshim "github.com/containerd/containerd/v2/pkg/shim"
+	"github.com/containerd/containerd/v2/pkg/shutdown"
+	"github.com/containerd/containerd/v2/plugins"
+	"github.com/containerd/errdefs/pkg/errgrpc"
+	"github.com/containerd/log"
+	"github.com/containerd/plugin"
+	"github.com/containerd/plugin/registry"
+	"github.com/containerd/ttrpc"
+
+	taskv2 "github.com/containerd/containerd/api/runtime/task/v2"
+	taskv3 "github.com/containerd/containerd/api/runtime/task/v3"
+
+	"github.com/openhcs/runhcs/internal/layers"
+)
+
+// RuntimeName is the runtime type containerd knows this shim by.
+const RuntimeName = "io.containerd.runhcs.v1"
+
+// Run is the shim binary's main: it runs the `start` action itself (see start.go for why) and
+// hands everything else — `delete`, serving the task API, logging, events — to containerd's
+// shim package.
+func Run(ctx context.Context) {
+	if f, ok := parseStartFlags(os.Args[1:]); ok {
+		if err := start(ctx, f, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: start: %s\n", RuntimeName, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	registerPlugins()
+	cshim.RunShim(ctx, &manager{name: RuntimeName}, func(c *cshim.Config) {
+		// The shim's processes live in HCS, not as its children; the only children are
+		// logging binaries, which it waits for itself (a reaper would steal their exit).
+		c.NoReaper = true
+		c.NoSubreaper = true
+	})
+}
+
+// startFlags are the command line of the start action, as containerd 1.7 and 2.x pass it
+// (the flags of containerd's shim package).
+type startFlags struct {
+	namespace, id, address, publishBinary, bundle, socket string
+	debug                                                 bool
+}
+
+// parseStartFlags reports whether args are a start action, and its flags.
+func parseStartFlags(args []string) (startFlags, bool) {
+	var f startFlags
+	fs := flag.NewFlagSet("start", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&f.debug, "debug", false, "")
+	var b bool
+	fs.BoolVar(&b, "v", false, "")
+	fs.BoolVar(&b, "version", false, "")
+	fs.BoolVar(&b, "info", false, "")
+	fs.StringVar(&f.namespace, "namespace", "", "")
+	fs.StringVar(&f.id, "id", "", "")
+	fs.StringVar(&f.socket, "socket", "", "")
+	var s string
+	fs.StringVar(&s, "debug-socket", "", "")
+	fs.StringVar(&f.bundle, "bundle", "", "")
+	fs.StringVar(&f.address, "address", "", "")
+	fs.StringVar(&f.publishBinary, "publish-binary", "", "")
+	if err := fs.Parse(args); err != nil || b {
+		return f, false
+	}
+	return f, fs.Arg(0) == "start"
+}
+
+var registerOnce sync.Once
+
+// registerPlugins registers the task service with the shim package's plugin registry, the way
+// containerd's runc shim does (cmd/containerd-shim-runc-v2/task/plugin).
+func registerPlugins() {
+	registerOnce.Do(func() {
+		registry.Register(&plugin.Registration{
+			Type:     plugins.TTRPCPlugin,
+			ID:       "task",
+			Requires: []plugin.Type{plugins.EventPlugin, plugins.InternalPlugin},
+			InitFn: func(ic *plugin.InitContext) (any, error) {
+				pp, err := ic.GetByID(plugins.EventPlugin, "publisher")
+				if err != nil {
+					return nil, err
+				}
+				ss, err := ic.GetByID(plugins.InternalPlugin, "shutdown")
+				if err != nil {
+					return nil, err
+				}
+				sd := ss.(shutdown.Service)
+				svc := newService(ic.Context, newHCSHost(), layers.Default, pp.(cshim.Publisher), sd)
+				if address, err := cshim.ReadAddress("address"); err == nil {
+					sd.RegisterCallback(func(context.Context) error { return removeShimSocket(address) })
+				}
+				log.G(ic.Context).Info("runhcs task service ready")
+				return taskServices{svc}, nil
+			},
+		})
+	})
+}
+
+// taskServices registers the one task service under both names containerd calls it by.
+type taskServices struct{ s *service }
+
+// UnaryServerInterceptor gives every error its gRPC code from its errdefs kind (NotFound,
+// InvalidArgument, …), as runc's shim does with errgrpc.ToGRPC in each method, so containerd
+// and its clients see the right kind instead of Unknown.
+func (taskServices) UnaryServerInterceptor() ttrpc.UnaryServerInterceptor {
+	return func(ctx context.Context, unmarshal ttrpc.Unmarshaler, _ *ttrpc.UnaryServerInfo, method ttrpc.Method) (any, error) {
+		resp, err := method(ctx, unmarshal)
+		if err != nil {
+			return nil, errgrpc.ToGRPC(err)
+		}
+		return resp, nil
+	}
+}
+
+func (t taskServices) RegisterTTRPC(server *ttrpc.Server) error {
+	taskv3.RegisterTTRPCTaskService(server, t.s)
+	taskv2.RegisterTTRPCTaskService(server, serviceV2(t))
+	return nil
+}

@@ -1,0 +1,118 @@
+package shim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/openhcs/runhcs/internal/oci"
+)
+
+// startShim starts or joins the pod's shim; tests replace it.
+var startShim = startOrJoin
+
+// maxOptionsSize bounds what the start action reads from stdin.
+const maxOptionsSize = 10 << 20
+
+// start is the `start` action. containerd runs it with the task's bundle as working directory
+// and, on stdin, the runtime options as a marshalled Any (or nothing). Both containerd 1.7 and
+// 2.x use this legacy protocol for a binary named *shim-runhcs-v1: containerd 2.x's
+// core/runtime/v2/command.go special-cases that name and does not send bootstrap parameters,
+// which is why the shim package's own start (which requires them) is not used.
+//
+// It prints the address of the shim that will serve the task: a new shim's, or — when the
+// task belongs to a pod whose shim is running — that shim's (one shim per pod). The output is
+// the JSON bootstrap document with protocol ttrpc and the version of bootstrapVersion:
+// containerd 1.7 accepts versions up to 2 (runtime/v2/shim.go parseStartResponse); containerd
+// 2.x first tries the output as a protobuf BootstrapResult (which JSON never parses as), then
+// reads the same JSON, and calls containerd.task.v2.Task for version 2, v3 for version 3.
+// Nothing may go to stderr on success: containerd reads the combined output.
+func start(ctx context.Context, f startFlags, stdin io.Reader, stdout io.Writer) error {
+	if f.namespace == "" {
+		return fmt.Errorf("-namespace is required: %w", errdefs.ErrInvalidArgument)
+	}
+	if f.id == "" {
+		return fmt.Errorf("-id is required: %w", errdefs.ErrInvalidArgument)
+	}
+	ctx = namespaces.WithNamespace(ctx, f.namespace)
+	b, err := io.ReadAll(io.LimitReader(stdin, maxOptionsSize))
+	if err != nil {
+		return fmt.Errorf("read runtime options: %w", err)
+	}
+	if len(b) > 0 {
+		var a anypb.Any
+		if err := proto.Unmarshal(b, &a); err != nil {
+			return fmt.Errorf("runtime options on stdin: %v: %w", err, errdefs.ErrInvalidArgument)
+		}
+		o, err := decodeOptions(&a)
+		if err != nil {
+			return err
+		}
+		if l := logLevel(o); l == "debug" || l == "trace" {
+			f.debug = true
+		}
+	}
+	addr, err := startShim(ctx, f, os.Getenv("TTRPC_ADDRESS"))
+	if err != nil {
+		return err
+	}
+	out, err := json.Marshal(struct {
+		Version  int    `json:"version"`
+		Address  string `json:"address"`
+		Protocol string `json:"protocol"`
+	}{bootstrapVersion(os.Getenv("MAX_SHIM_VERSION")), addr, "ttrpc"})
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(out)
+	return err
+}
+
+// bootstrapVersion is the version the start document advertises: 3 (task v3) when containerd
+// says it accepts it in MAX_SHIM_VERSION, else 2 (task v2). Both containerd 1.7 and 2.4 set
+// MAX_SHIM_VERSION=2 for this protocol, so both call containerd.task.v2.Task today; the v3
+// service is served as well for a containerd that asks for it.
+func bootstrapVersion(maxVersion string) int {
+	if v, err := strconv.Atoi(maxVersion); err == nil && v >= 3 {
+		return 3
+	}
+	return 2
+}
+
+// shimGroup is the pod a task belongs to: the sandbox id CRI puts on every container of a pod
+// (the sandbox's own spec carries its own id), or the task id itself.
+func shimGroup(bundle, id string) string {
+	b, err := os.ReadFile(filepath.Join(bundle, "config.json"))
+	if err != nil {
+		return id
+	}
+	var s struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if json.Unmarshal(b, &s) != nil {
+		return id
+	}
+	if g := s.Annotations[oci.AnnotationSandboxID]; g != "" {
+		return g
+	}
+	return id
+}
+
+// writeAddress records the shim's address in the bundle, where the serving shim finds it to
+// remove its socket when it exits.
+func writeAddress(path, address string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(address), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

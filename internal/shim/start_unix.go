@@ -1,0 +1,93 @@
+//go:build !windows
+
+package shim
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"github.com/containerd/containerd/v2/defaults"
+	cshim "github.com/containerd/containerd/v2/pkg/shim"
+)
+
+// socketRoot is where shim sockets live: containerd's default socket directory, where 1.7's
+// runc shim puts them too (tests move it).
+var socketRoot = filepath.Join(defaults.DefaultStateDir, "s")
+
+// startOrJoin returns the address of the pod's shim, starting it if it is not running. The
+// socket address is derived from the pod as containerd's runc shim derives it (a hash of
+// containerd's address, the namespace and the group under <state dir>/s), so a second task
+// of the pod finds the socket of the first: if it accepts connections, the task joins that
+// shim. The new shim gets the listening socket as fd 3 (the shim package's serve takes it
+// from there).
+func startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	group := shimGroup(cwd, f.id)
+	address, err := cshim.CreateSocketAddress(ctx, socketRoot, f.address, group, false)
+	if err != nil {
+		return "", err
+	}
+	l, err := cshim.NewSocket(address)
+	if err != nil {
+		if !cshim.SocketEaddrinuse(err) {
+			return "", fmt.Errorf("create shim socket %s: %w", address, err)
+		}
+		if cshim.CanConnect(address) {
+			// The pod's shim is serving: join it.
+			if err := writeAddress(filepath.Join(cwd, "address"), address); err != nil {
+				return "", err
+			}
+			return address, nil
+		}
+		// A stale socket of a shim that died.
+		if err := cshim.RemoveSocket(address); err != nil {
+			return "", fmt.Errorf("remove stale shim socket %s: %w", address, err)
+		}
+		if l, err = cshim.NewSocket(address); err != nil {
+			return "", fmt.Errorf("create shim socket %s: %w", address, err)
+		}
+	}
+	// Closing our listener must not remove the socket the shim will serve on.
+	l.SetUnlinkOnClose(false)
+	defer l.Close()
+	sf, err := l.File()
+	if err != nil {
+		_ = cshim.RemoveSocket(address)
+		return "", err
+	}
+	defer sf.Close()
+	self, err := os.Executable()
+	if err != nil {
+		_ = cshim.RemoveSocket(address)
+		return "", err
+	}
+	args := []string{"-namespace", f.namespace, "-id", f.id, "-address", f.address}
+	if f.debug {
+		args = append(args, "-debug")
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Dir = cwd
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
+	cmd.ExtraFiles = []*os.File{sf}
+	// Its own process group: a signal to containerd's group must not reach the shim.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = cshim.RemoveSocket(address)
+		return "", fmt.Errorf("start shim: %w", err)
+	}
+	// The start action exits right away; the shim is re-parented and lives on.
+	_ = cmd.Process.Release()
+	if err := writeAddress(filepath.Join(cwd, "address"), address); err != nil {
+		return "", err
+	}
+	return address, nil
+}
+
+func removeShimSocket(address string) error { return cshim.RemoveSocket(address) }

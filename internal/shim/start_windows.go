@@ -1,0 +1,75 @@
+package shim
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	winio "github.com/Microsoft/go-winio"
+	"golang.org/x/sys/windows"
+)
+
+// pipeAddress is the shim's named pipe (DESIGN.md, wire compatibility; the name hcsshim uses).
+func pipeAddress(namespace, group string) string {
+	return fmt.Sprintf(`\\.\pipe\ProtectedPrefix\Administrators\containerd-shim-%s-%s-pipe`, namespace, group)
+}
+
+// startOrJoin returns the pipe of the pod's shim, starting the shim if the pipe does not
+// answer. The new shim serves on the pipe named by -socket (the shim package's serve on
+// Windows listens there); start waits until it answers before returning its address.
+func startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	address := pipeAddress(f.namespace, shimGroup(cwd, f.id))
+	short := 100 * time.Millisecond
+	if c, err := winio.DialPipe(address, &short); err == nil {
+		_ = c.Close()
+		return address, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	args := []string{"-namespace", f.namespace, "-id", f.id, "-address", f.address, "-socket", address}
+	if f.debug {
+		args = append(args, "-debug")
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Dir = cwd
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
+	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.DETACHED_PROCESS}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("start shim: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if c, err := winio.DialPipe(address, &short); err == nil {
+			_ = c.Close()
+			break
+		}
+		select {
+		case err := <-exited:
+			return "", fmt.Errorf("shim exited before serving %s: %v", address, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			return "", fmt.Errorf("shim did not serve %s within 30s", address)
+		}
+	}
+	if err := writeAddress(filepath.Join(cwd, "address"), address); err != nil {
+		return "", err
+	}
+	return address, nil
+}
+
+// removeShimSocket: a named pipe disappears with its last handle.
+func removeShimSocket(string) error { return nil }
