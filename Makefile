@@ -1,0 +1,64 @@
+# runhcs — see README.md. Every target is a thin wrapper over go or a hack/ script, so the same
+# commands work without make.
+
+GO ?= go
+BIN := bin
+COMMANDS := containerd-shim-runhcs-v1 containerd-wcow-snapshotter hcsemu
+E2E_TIMEOUT ?= 30m
+# Packages with unit tests: everything but the end-to-end suites, plus the harness's own unit tests.
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/e2e') ./test/e2e/harness
+
+.PHONY: all build test e2e e2e-2 e2e-1.7 demo lint proto proto-check cross tools deps check clean
+
+all: build
+
+## build: bin/containerd-shim-runhcs-v1, bin/containerd-wcow-snapshotter and bin/hcsemu for this machine
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(COMMANDS))
+
+## test: unit tests with the race detector
+test:
+	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
+
+## e2e: the end-to-end suites against containerd 2.x and 1.7 (root)
+e2e: e2e-2 e2e-1.7
+
+e2e-2 e2e-1.7: e2e-%: build
+	bash hack/tools.sh $(if $(filter 1.7,$*),containerd1.7,containerd)
+	RUNHCS_BIN=$(CURDIR)/$(BIN) RUNHCS_E2E_CONTAINERD=$* $(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
+
+## demo: the README's first command
+demo:
+	bash hack/demo.sh
+
+## lint: gofmt, go vet (linux and windows), staticcheck
+lint:
+	bash hack/lint.sh
+
+## proto: regenerate protocols/**/*.pb.go
+proto:
+	bash hack/proto.sh
+
+proto-check:
+	bash hack/proto.sh --check
+
+## cross: Windows builds of every command and of the test workload, amd64 and arm64, into bin/windows_<arch>/
+cross:
+	GOOS=windows GOARCH=amd64 $(GO) build -o $(BIN)/windows_amd64/ ./cmd/... ./test/workload
+	GOOS=windows GOARCH=arm64 $(GO) build -o $(BIN)/windows_arm64/ ./cmd/... ./test/workload
+
+## tools: build the pinned tools (protoc plugins, staticcheck, containerd 2.x and 1.7)
+tools:
+	bash hack/tools.sh all
+
+## deps: install Debian packages and build the pinned tools
+deps:
+	bash hack/deps.sh
+
+## check: everything CI runs (the README's second command)
+check:
+	bash hack/check.sh
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# hack/check.sh is the README's second command and what CI runs (.ci/run): it installs what it
+# needs on a Debian machine with Go (hack/deps.sh), then runs every check and every test suite:
+#
+#   gofmt, go vet (linux, windows/amd64, windows/arm64), staticcheck   hack/lint.sh
+#   generated protobuf code equals the committed code                   hack/proto.sh --check
+#   the Linux build and the Windows cross builds (amd64, arm64)          make build cross
+#   unit tests with the race detector                                    make test
+#   end-to-end suites against containerd 2.x and 1.7                     make e2e
+#
+# Every step runs even if an earlier one failed; the summary names the failed ones and the exit
+# status is non-zero if any failed. Needs root for the end-to-end suites.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${ROOT}"
+
+if [[ $(id -u) -ne 0 ]]; then
+	echo "check: run as root (sudo hack/check.sh): it installs packages and the end-to-end suites mount and chroot" >&2
+	exit 1
+fi
+
+failed=()
+passed=()
+step() { # step NAME COMMAND…
+	local name="$1"
+	shift
+	local start=${SECONDS}
+	echo "::: ${name}" >&2
+	if "$@"; then
+		passed+=("${name}")
+		echo "::: ${name}: ok ($((SECONDS - start))s)" >&2
+	else
+		failed+=("${name}")
+		echo "::: ${name}: FAILED ($((SECONDS - start))s)" >&2
+	fi
+}
+
+step deps bash hack/deps.sh
+if [[ ${#failed[@]} -gt 0 ]]; then
+	echo "check: could not install dependencies" >&2
+	exit 1
+fi
+step lint bash hack/lint.sh
+step proto-check bash hack/proto.sh --check
+step build make build
+step cross make cross
+step unit-tests make test
+step e2e-containerd-2 make e2e-2
+step e2e-containerd-1.7 make e2e-1.7
+
+echo "check: steps passed: ${passed[*]:-none}" >&2
+[[ ${#failed[@]} -gt 0 ]] && echo "check: steps FAILED: ${failed[*]}" >&2
+echo "check: $((${#passed[@]})) of $((${#passed[@]} + ${#failed[@]})) steps passed in ${SECONDS}s"
+[[ ${#failed[@]} -eq 0 ]]

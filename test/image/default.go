@@ -1,0 +1,55 @@
+package image
+
+// Registry hive deltas of a base layer, as Windows base images ship them under Hives/.
+var baseHives = []string{"DEFAULT_Delta", "SAM_Delta", "SECURITY_Delta", "SOFTWARE_Delta", "SYSTEM_Delta"}
+
+// hiveData stands in for a registry hive: the "regf" signature of the hive format and padding.
+// Nothing under the emulator loads it.
+var hiveData = append([]byte("regf"), make([]byte, 508)...)
+
+// BaseOptions tune BaseLayer.
+type BaseOptions struct {
+	// UtilityVM adds UtilityVM/Files/…, the boot files a base layer of a Hyper-V capable image
+	// has (boot manager and BCD store, as placeholders), so utility VMs can be made from it.
+	UtilityVM bool
+	// Extra entries to add to the base layer.
+	Extra []Entry
+}
+
+// BaseLayer is a Windows base layer holding the workload binary at Files/workload/workload.exe and
+// Files/Windows/System32/workload.exe, the usual Windows folders and the registry hive deltas.
+func BaseLayer(workload []byte, o BaseOptions) Layer {
+	l := Layer{Comment: "base layer with the workload"}
+	add := func(e Entry) { l.Entries = append(l.Entries, e) }
+	add(Entry{Path: "Files/workload/workload.exe", Data: workload})
+	add(Entry{Path: "Files/Windows/System32/workload.exe", Data: workload})
+	add(Entry{Path: "Files/Windows/System32/drivers/etc/hosts", Data: []byte("127.0.0.1 localhost\r\n")})
+	add(Entry{Path: "Files/Windows/Temp", Dir: true})
+	add(Entry{Path: "Files/Users/Public", Dir: true})
+	add(Entry{Path: "Files/ProgramData", Dir: true, Attributes: FileAttributeDirectory | FileAttributeHidden})
+	add(Entry{Path: "Files/License.txt", Data: []byte("runhcs test image: not Windows, only its layer format.\r\n")})
+	for _, h := range baseHives {
+		add(Entry{Path: "Hives/" + h, Data: hiveData})
+	}
+	if o.UtilityVM {
+		add(Entry{Path: "UtilityVM/Files/EFI/Microsoft/Boot/bootmgfw.efi", Data: []byte("placeholder boot manager")})
+		add(Entry{Path: "UtilityVM/Files/EFI/Microsoft/Boot/BCD", Data: []byte("placeholder BCD store")})
+		add(Entry{Path: "UtilityVM/Files/Windows/System32/workload.exe", Data: workload})
+	}
+	l.Entries = append(l.Entries, o.Extra...)
+	return l
+}
+
+// Default is the standard test image: BaseLayer (with UtilityVM files) and a config whose PATH
+// finds the workload and whose default command prints DefaultOutput.
+func Default(workload []byte) *Image {
+	return &Image{
+		Name:         DefaultName,
+		OSVersion:    DefaultOSVersion,
+		Architecture: "amd64",
+		Env:          []string{`PATH=C:\Windows\System32;C:\Windows;C:\workload`},
+		Cmd:          []string{WorkloadPath, "echo", DefaultOutput},
+		WorkingDir:   `C:\`,
+		Layers:       []Layer{BaseLayer(workload, BaseOptions{UtilityVM: true})},
+	}
+}

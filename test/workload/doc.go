@@ -1,0 +1,27 @@
+// Command workload is the program the test images run. It is one small static binary, built for
+// Linux (hcsemu runs it chrooted in a container's volume) and for Windows (for real hosts), whose
+// subcommands each do one thing a test asserts on:
+//
+//	echo ARGS…            print ARGS joined by spaces to stdout
+//	stderr ARGS…          the same to stderr
+//	args ARGS…            print each argument quoted, one per line (command-line parsing tests)
+//	exit N                exit with code N
+//	sleep SECONDS         sleep, then exit 0
+//	cat                   copy stdin to stdout until EOF
+//	env [NAME…]           print NAME=VALUE for every named variable (all, sorted, without names)
+//	pwd                   print the working directory
+//	write PATH TEXT       write TEXT to PATH (creating its folders)
+//	read PATH             print the contents of PATH
+//	tty                   print "tty" if stdout is a terminal (a console on Windows), else "notty"
+//	wait-signal EXITCODE  print "waiting", wait for SIGINT/SIGTERM (on Windows a console control
+//	                      event, which Go delivers as the same two), print "got SIGINT" or
+//	                      "got SIGTERM" and exit with EXITCODE
+//	alloc MB [SECONDS]    allocate and touch MB MiB, print "allocated MB MiB", hold it SECONDS
+//	spin SECONDS          keep one CPU busy for SECONDS
+//
+// PATH arguments may be Windows paths ("C:\data\x.txt"): the Linux build maps the drive letter to
+// its root and backslashes to slashes, since hcsemu runs it chrooted with C:\ as its root.
+//
+// Usage errors exit with code 2 and say what was wrong on stderr. Nothing here imports the rest of
+// runhcs: the binary must run inside a container with nothing else.
+package main

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// usageError is a bad command line; run exits 2 for it.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// exitCode is a requested exit code that is not an error.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+// run executes one subcommand and returns the process exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "workload: no subcommand; see the package documentation for the list")
+		return 2
+	}
+	err := dispatch(args[0], args[1:], stdin, stdout, stderr)
+	var code exitCode
+	var usage usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &code):
+		return int(code)
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "workload %s: %v\n", args[0], err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "workload %s: %v\n", args[0], err)
+		return 1
+	}
+}
+
+func dispatch(cmd string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	switch cmd {
+	case "echo":
+		_, err := fmt.Fprintln(stdout, strings.Join(args, " "))
+		return err
+	case "stderr":
+		_, err := fmt.Fprintln(stderr, strings.Join(args, " "))
+		return err
+	case "args":
+		for _, a := range args {
+			if _, err := fmt.Fprintf(stdout, "%q\n", a); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "exit":
+		n, err := intArg(args, 0, "exit code")
+		if err != nil {
+			return err
+		}
+		return exitCode(n)
+	case "sleep":
+		d, err := secondsArg(args, 0)
+		if err != nil {
+			return err
+		}
+		time.Sleep(d)
+		return nil
+	case "cat":
+		_, err := io.Copy(stdout, stdin)
+		return err
+	case "env":
+		return printEnv(stdout, args)
+	case "pwd":
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(stdout, wd)
+		return err
+	case "write":
+		if len(args) != 2 {
+			return usageError{"want PATH TEXT"}
+		}
+		path := hostPath(args[0])
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(path, []byte(args[1]), 0o644)
+	case "read":
+		if len(args) != 1 {
+			return usageError{"want PATH"}
+		}
+		b, err := os.ReadFile(hostPath(args[0]))
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(b)
+		return err
+	case "tty":
+		word := "notty"
+		if isTerminal(os.Stdout) {
+			word = "tty"
+		}
+		_, err := fmt.Fprintln(stdout, word)
+		return err
+	case "wait-signal":
+		n, err := intArg(args, 0, "exit code")
+		if err != nil {
+			return err
+		}
+		return waitSignal(stdout, n)
+	case "alloc":
+		return alloc(stdout, args)
+	case "spin":
+		d, err := secondsArg(args, 0)
+		if err != nil {
+			return err
+		}
+		spin(d)
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown subcommand %q", cmd)}
+}
+
+func intArg(args []string, i int, what string) (int, error) {
+	if len(args) <= i {
+		return 0, usageError{fmt.Sprintf("missing %s", what)}
+	}
+	n, err := strconv.Atoi(args[i])
+	if err != nil {
+		return 0, usageError{fmt.Sprintf("%s %q is not an integer", what, args[i])}
+	}
+	return n, nil
+}
+
+// secondsArg parses a duration in seconds, fractions allowed ("0.5").
+func secondsArg(args []string, i int) (time.Duration, error) {
+	if len(args) <= i {
+		return 0, usageError{"missing SECONDS"}
+	}
+	f, err := strconv.ParseFloat(args[i], 64)
+	if err != nil || f < 0 {
+		return 0, usageError{fmt.Sprintf("seconds %q is not a non-negative number", args[i])}
+	}
+	return time.Duration(f * float64(time.Second)), nil
+}
+
+func printEnv(w io.Writer, names []string) error {
+	bw := bufio.NewWriter(w)
+	if len(names) == 0 {
+		env := os.Environ()
+		sort.Strings(env)
+		for _, kv := range env {
+			fmt.Fprintln(bw, kv)
+		}
+		return bw.Flush()
+	}
+	for _, name := range names {
+		if v, ok := os.LookupEnv(name); ok {
+			fmt.Fprintf(bw, "%s=%s\n", name, v)
+		} else {
+			fmt.Fprintf(bw, "%s is not set\n", name)
+		}
+	}
+	return bw.Flush()
+}
+
+// waitSignal waits for an interrupt or a termination request. On Windows the Go runtime turns
+// CTRL_C_EVENT and CTRL_BREAK_EVENT into os.Interrupt and CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT
+// and CTRL_SHUTDOWN_EVENT into SIGTERM (os/signal documentation), so one code path serves both.
+func waitSignal(w io.Writer, code int) error {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	// "waiting" tells a test the handler is in place, so a signal sent after it is not lost.
+	fmt.Fprintln(w, "waiting")
+	sig := <-ch
+	name := "SIGTERM"
+	if sig == os.Interrupt {
+		name = "SIGINT"
+	}
+	fmt.Fprintln(w, "got", name)
+	return exitCode(code)
+}
+
+// sink keeps alloc's memory reachable so the compiler and GC cannot drop it.
+var sink [][]byte
+
+func alloc(w io.Writer, args []string) error {
+	mb, err := intArg(args, 0, "MB")
+	if err != nil {
+		return err
+	}
+	if mb < 0 {
+		return usageError{fmt.Sprintf("MB %d is negative", mb)}
+	}
+	hold := time.Duration(0)
+	if len(args) > 1 {
+		if hold, err = secondsArg(args, 1); err != nil {
+			return err
+		}
+	}
+	const mib = 1 << 20
+	for i := 0; i < mb; i++ {
+		b := make([]byte, mib)
+		// Touch every page so the memory is committed and shows in the working set.
+		for j := 0; j < len(b); j += 4096 {
+			b[j] = 1
+		}
+		sink = append(sink, b)
+	}
+	fmt.Fprintf(w, "allocated %d MiB\n", mb)
+	time.Sleep(hold)
+	return nil
+}
+
+// spin keeps one CPU busy for d.
+func spin(d time.Duration) {
+	deadline := time.Now().Add(d)
+	var n uint64
+	for time.Now().Before(deadline) {
+		for i := 0; i < 100000; i++ {
+			n = n*6364136223846793005 + 1442695040888963407
+		}
+	}
+	// KeepAlive stops the compiler from dropping the loop as dead code.
+	runtime.KeepAlive(n)
+}

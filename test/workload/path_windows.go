@@ -1,0 +1,4 @@
+package main
+
+// windowsPaths: this build opens Windows paths as they are.
+const windowsPaths = true
