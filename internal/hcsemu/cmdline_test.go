@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/openhcs/runhcs/internal/oci"
 )
 
 func TestParseCommandLine(t *testing.T) {
@@ -50,40 +52,11 @@ func TestParseCommandLine(t *testing.T) {
 	}
 }
 
-// escapeArg quotes an argument so that ParseCommandLine gives it back: the inverse of the
-// backslash and quote rules (as syscall.EscapeArg does for Windows).
-func escapeArg(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\"") {
-		return s
-	}
-	var b strings.Builder
-	b.WriteByte('"')
-	slashes := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case '\\':
-			slashes++
-		case '"':
-			b.WriteString(strings.Repeat(`\`, slashes+1))
-			slashes = 0
-		default:
-			slashes = 0
-		}
-		b.WriteByte(c)
-	}
-	b.WriteString(strings.Repeat(`\`, slashes))
-	b.WriteByte('"')
-	return b.String()
-}
-
-func TestEscapeArgRoundTrip(t *testing.T) {
+// TestCommandLineRoundTrip checks the parser against the encoder the shim uses to write
+// ProcessParameters.CommandLine: what the shim writes, the emulator must split back.
+func TestCommandLineRoundTrip(t *testing.T) {
 	args := []string{"prog", "", "a b", `a"b`, `a\`, `a\\"b`, `"`, `\\`, "tab\there", `C:\Program Files\`}
-	var parts []string
-	for _, a := range args {
-		parts = append(parts, escapeArg(a))
-	}
-	if got := ParseCommandLine(strings.Join(parts, " ")); !slices.Equal(got, args) {
+	if got := ParseCommandLine(oci.CommandLine(args)); !slices.Equal(got, args) {
 		t.Fatalf("round trip: got %q, want %q", got, args)
 	}
 }
@@ -107,11 +80,7 @@ func FuzzCommandLine(f *testing.F) {
 			return
 		}
 		rest := args[1:]
-		parts := []string{"prog"}
-		for _, a := range rest {
-			parts = append(parts, escapeArg(a))
-		}
-		again := ParseCommandLine(strings.Join(parts, " "))
+		again := ParseCommandLine(oci.CommandLine(append([]string{"prog"}, rest...)))
 		if !slices.Equal(again[1:], rest) {
 			t.Fatalf("ParseCommandLine(%q) = %q; quoted again and parsed: %q", cmd, rest, again[1:])
 		}
