@@ -364,16 +364,24 @@ const cleanupGrace = time.Hour
 // Cleanup deletes folders in the snapshot root that no snapshot owns: leftovers of removes
 // and of interrupted imports. Mounted folders are left alone.
 func (s *Snapshotter) Cleanup(ctx context.Context) error {
-	var ids map[string]string
-	err := s.ms.WithTransaction(ctx, false, func(ctx context.Context) error {
+	var (
+		ids  map[string]string
+		ents []os.DirEntry
+	)
+	// A write transaction, held while the folders are listed, as containerd's overlay
+	// snapshotter does (cleanupDirectories): a create commits its id and makes its folder in
+	// one write transaction, so no create can be half way while the list is taken. With a read
+	// transaction a folder made by a create committing meanwhile was listed without its id and
+	// removed under a live snapshot (seen in test/e2e TestFaults: "locking layer …/.mount.lock:
+	// no such file or directory" at the next task create).
+	err := s.ms.WithTransaction(ctx, true, func(ctx context.Context) error {
 		var err error
-		ids, err = storage.IDMap(ctx)
+		if ids, err = storage.IDMap(ctx); err != nil {
+			return err
+		}
+		ents, err = os.ReadDir(filepath.Join(s.root, "snapshots"))
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("cleanup: %w", err)
-	}
-	ents, err := os.ReadDir(filepath.Join(s.root, "snapshots"))
 	if err != nil {
 		return fmt.Errorf("cleanup: %w", err)
 	}
