@@ -41,6 +41,17 @@ func dropAPI(api computecore.API) {
 	}
 }
 
+// dropIfDisconnected is dropAPI for the calls that do not go through call (OpenComputeSystem,
+// OpenProcess, GetServiceProperties): a client that connected while the daemon was dying (the
+// listener still accepted, then reset) would otherwise stay the current API for good, and
+// every later open would fail with HCS_E_SERVICE_DISCONNECT (seen in test/e2e TestFaults,
+// "hcsemu restarted").
+func dropIfDisconnected(api computecore.API, err error) {
+	if errors.Is(err, computecore.HCS_E_SERVICE_DISCONNECT) {
+		dropAPI(api)
+	}
+}
+
 func getAPI() (computecore.API, error) {
 	apiMu.Lock()
 	defer apiMu.Unlock()

@@ -104,6 +104,7 @@ func (s *System) OpenProcess(ctx context.Context, pid uint32) (*Process, error) 
 	}, s.api.CloseProcess)
 	release()
 	if err != nil {
+		dropIfDisconnected(s.api, err)
 		if e, ok := err.(*Error); ok {
 			e.Pid = pid
 		}

@@ -97,6 +97,7 @@ func OpenComputeSystem(ctx context.Context, id string) (*System, error) {
 		return api.OpenComputeSystem(id, computecore.GenericAll)
 	}, api.CloseComputeSystem)
 	if err != nil {
+		dropIfDisconnected(api, err)
 		return nil, asError(err, opName, id, 0)
 	}
 	s := newSystem(api, id, h)
@@ -154,6 +155,7 @@ func HostOSVersion(ctx context.Context) (string, error) {
 		return doc, nil
 	}, nil)
 	if err != nil {
+		dropIfDisconnected(api, err)
 		return "", err
 	}
 	var sp schema2.ServiceProperties
