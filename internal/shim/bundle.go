@@ -24,6 +24,22 @@ type bundleState struct {
 	SystemID string `json:"systemId"`
 	// Layers is the mounted chain, nil if none was mounted.
 	Layers *layers.Chain `json:"layers,omitempty"`
+	// InitPid is the init process's pid once it started, so that the delete action reports the
+	// exit of that pid (as runc's shim does) rather than of pid 0.
+	InitPid uint32 `json:"initPid,omitempty"`
+}
+
+// recordInitPid adds the started init process's pid to the bundle's state.
+func recordInitPid(bundle string, pid uint32) error {
+	st, err := readBundleState(bundle)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return fmt.Errorf("record init pid %d: bundle %q has no task state", pid, bundle)
+	}
+	st.InitPid = pid
+	return writeBundleState(bundle, st)
 }
 
 func writeBundleState(bundle string, st *bundleState) error {

@@ -64,18 +64,20 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 		}
 		bundle = wd
 	}
-	if err := cleanupBundle(ctx, newHCSHost(), layers.Default, id, bundle); err != nil {
+	pid, err := cleanupBundle(ctx, newHCSHost(), layers.Default, id, bundle)
+	if err != nil {
 		return cshim.StopStatus{}, err
 	}
-	return cshim.StopStatus{Pid: 0, ExitStatus: deleteExitStatus, ExitedAt: time.Now()}, nil
+	return cshim.StopStatus{Pid: int(pid), ExitStatus: deleteExitStatus, ExitedAt: time.Now()}, nil
 }
 
-// cleanupBundle removes what task id of bundle left behind.
-func cleanupBundle(ctx context.Context, host hcsHost, lm layerMounter, id, bundle string) error {
+// cleanupBundle removes what task id of bundle left behind, and returns the pid of its init
+// process if it had started (0 otherwise).
+func cleanupBundle(ctx context.Context, host hcsHost, lm layerMounter, id, bundle string) (initPid uint32, _ error) {
 	logger := log.G(ctx).WithFields(log.Fields{"task": id, "bundle": bundle})
 	st, err := readBundleState(bundle)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	systemID := id
 	var chain *layers.Chain
@@ -84,6 +86,7 @@ func cleanupBundle(ctx context.Context, host hcsHost, lm layerMounter, id, bundl
 			systemID = st.SystemID
 		}
 		chain = st.Layers
+		initPid = st.InitPid
 	} else if spec, err := readSpec(bundle); err == nil && spec.Windows != nil {
 		// No state: a shim from before the state existed, or one that died before writing it.
 		// The spec's layer folders still name the scratch.
@@ -111,9 +114,9 @@ func cleanupBundle(ctx context.Context, host hcsHost, lm layerMounter, id, bundl
 		}
 	}
 	if len(errs) > 0 {
-		return errors.Join(errs...)
+		return initPid, errors.Join(errs...)
 	}
-	return removeBundleState(bundle)
+	return initPid, removeBundleState(bundle)
 }
 
 // Info answers `-info`: the runtime's name and version, after validating the options given on

@@ -140,6 +140,10 @@ func (s *service) Start(ctx context.Context, req *taskapi.StartRequest) (*taskap
 	}
 	var beforeExit func(context.Context)
 	if req.ExecID == "" {
+		if err := recordInitPid(t.bundle, pid); err != nil {
+			// Only the delete action's report of the pid after a shim crash depends on it.
+			log.G(ctx).WithError(err).WithField("task", t.id).Warn("recording the init pid in the task state")
+		}
 		s.events.send(runtime.TaskStartEventTopic, &eventstypes.TaskStart{ContainerID: t.id, Pid: pid})
 		beforeExit = t.afterInitExit
 	} else {

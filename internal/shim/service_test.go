@@ -576,15 +576,19 @@ func TestV2(t *testing.T) {
 }
 
 // TestDeleteAction: the delete action after a shim died removes the system, the mount and
-// the state, and can run again.
+// the state, reports the init process's pid, and can run again.
 func TestDeleteAction(t *testing.T) {
 	h := newHarness(t)
 	req := h.bundle("c1", testSpec())
-	h.createStart(req)
+	initPid := h.createStart(req).pid
 	ctx := context.Background()
-	for i := range 2 {
-		if err := cleanupBundle(ctx, h.host, h.layers, "c1", req.Bundle); err != nil {
+	for i, wantPid := range []uint32{initPid, 0} { // the second run finds no state left
+		pid, err := cleanupBundle(ctx, h.host, h.layers, "c1", req.Bundle)
+		if err != nil {
 			t.Fatalf("run %d: %v", i, err)
+		}
+		if pid != wantPid {
+			t.Errorf("run %d reported pid %d, want %d", i, pid, wantPid)
 		}
 		if h.host.system("c1") != nil || h.layers.count() != 0 {
 			t.Fatalf("run %d left the system or the mount", i)

@@ -189,7 +189,11 @@ func testShimKilled(ctx context.Context, t *testing.T, env *harness.Env) {
 	// in flight ends either way: with the status, or with the shim's connection closed (as
 	// with runc's shim); the event is the report.
 	ev := exits.wait(t, id, 30*time.Second)
-	t.Logf("TaskExit after the shim was killed: pid %d, status %d", ev.Pid, ev.ExitStatus)
+	// The delete action reports the init process's pid from the task state, as runc's shim
+	// reports its init's, and a non-zero status.
+	if ev.Pid != tk.Task.Pid() || ev.ExitStatus == 0 {
+		t.Errorf("TaskExit after the shim was killed: pid %d status %d, want pid %d and a non-zero status", ev.Pid, ev.ExitStatus, tk.Task.Pid())
+	}
 	select {
 	case <-tk.Exit:
 	case <-time.After(30 * time.Second):
