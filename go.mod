@@ -4,6 +4,7 @@ go 1.26.6
 
 require (
 	github.com/Microsoft/go-winio v0.6.4
+	github.com/Microsoft/hcsshim v0.15.0-rc.4
 	github.com/containerd/cgroups/v3 v3.1.3
 	github.com/containerd/containerd/api v1.12.0
 	github.com/containerd/containerd/v2 v2.4.2
@@ -28,7 +29,6 @@ require (
 )
 
 require (
-	github.com/Microsoft/hcsshim v0.15.0-rc.4 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/containerd/console v1.0.5 // indirect
 	github.com/containerd/go-runc v1.2.1 // indirect

@@ -19,6 +19,12 @@
 // read-only. Commit and Remove refuse (errdefs.ErrFailedPrecondition) while the snapshot is
 // mounted, that is while a container uses it.
 //
+// On Windows (scratch_windows.go) a snapshot folder is what containerd's windows snapshotter
+// makes instead: nothing for an unpack snapshot (Apply imports into it), sandbox.vhdx (a copy
+// of the base layer's blank.vhdx, grown to the size labels) for a scratch, vm\sandbox.vhdx for
+// the utility VM scratch label; Commit converts a scratch into a read-only layer and Remove
+// deletes with vmcompute's DestroyLayer. Under the emulator (scratch_linux.go) it is as below.
+//
 // The labels containerd.io/snapshot/windows/rootfs.sizebytes and the deprecated
 // containerd.io/snapshot/io.microsoft.container.storage.rootfs.size-gb are validated as
 // containerd does (bytes win over GB); a folder scratch has no size to set, so under the

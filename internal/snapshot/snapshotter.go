@@ -13,7 +13,6 @@ import (
 	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/core/snapshots/storage"
-	"github.com/containerd/continuity/fs"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 
@@ -117,21 +116,6 @@ func (s *Snapshotter) Usage(ctx context.Context, key string) (usage snapshots.Us
 	return usage, nil
 }
 
-// diskUsage measures what a snapshot holds: its Files/ and its utility VM scratch, not the
-// volume mounted inside its folder while a container runs.
-func diskUsage(ctx context.Context, dir string) (fs.Usage, error) {
-	roots := []string{wclayer.FilesPath(dir)}
-	for _, extra := range []string{wclayer.HivesDir, wclayer.UtilityVMDir, UVMScratchDir} {
-		if _, err := os.Stat(filepath.Join(dir, extra)); err == nil {
-			roots = append(roots, filepath.Join(dir, extra))
-		}
-	}
-	if _, err := os.Stat(roots[0]); errors.Is(err, os.ErrNotExist) {
-		roots = roots[1:] // a view
-	}
-	return fs.DiskUsage(ctx, roots...)
-}
-
 // Mounts returns the mounts of an active snapshot or view again.
 func (s *Snapshotter) Mounts(ctx context.Context, key string) (_ []mount.Mount, err error) {
 	var sn storage.Snapshot
@@ -185,7 +169,7 @@ func (s *Snapshotter) create(ctx context.Context, kind snapshots.Kind, key, pare
 			if err := wclayer.Unmount(ctx, dir); err != nil && !errdefs.IsNotImplemented(err) {
 				return fmt.Errorf("creating snapshot %q: leftover folder %s: %w", key, dir, err)
 			}
-			if err := os.RemoveAll(dir); err != nil {
+			if err := removeLayerDir(ctx, dir); err != nil {
 				return fmt.Errorf("creating snapshot %q: leftover folder %s: %w", key, dir, err)
 			}
 		}
@@ -200,48 +184,12 @@ func (s *Snapshotter) create(ctx context.Context, kind snapshots.Kind, key, pare
 		if kind == snapshots.KindView {
 			return nil // a view writes nothing: it mounts its parents read-only
 		}
-		if err := os.Mkdir(wclayer.FilesPath(dir), 0o755); err != nil {
-			return fmt.Errorf("creating scratch of snapshot %q: %w", key, err)
-		}
-		parents := s.parentPaths(sn.ParentIDs)
-		if len(parents) > 0 {
-			if err := wclayer.WriteLayerChain(dir, parents); err != nil {
-				return fmt.Errorf("snapshot %q: %w", key, err)
-			}
-		}
-		if _, ok := info.Labels[LabelUVMScratch]; ok {
-			if err := makeUVMScratch(dir, parents); err != nil {
-				return fmt.Errorf("snapshot %q: %w", key, err)
-			}
-		}
-		if size != 0 {
-			// A folder scratch has no size of its own; recorded in the labels, nothing to
-			// set under the emulator.
-			log.G(ctx).WithFields(log.Fields{"key": key, "bytes": size}).Debug("scratch size requested")
-		}
-		return nil
+		return s.prepareScratch(ctx, key, dir, s.parentPaths(sn.ParentIDs), info.Labels, size)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return s.mounts(sn), nil
-}
-
-// makeUVMScratch makes the utility VM's scratch layer: containerd copies the base layer's
-// UtilityVM/SystemTemplate.vhdx to vm/sandbox.vhdx; a folder scratch is vm/Files.
-func makeUVMScratch(dir string, parents []string) error {
-	if len(parents) == 0 {
-		return fmt.Errorf("label %s needs parent layers: %w", LabelUVMScratch, errdefs.ErrInvalidArgument)
-	}
-	base := parents[len(parents)-1]
-	if _, err := os.Stat(filepath.Join(base, wclayer.UtilityVMDir)); err != nil {
-		return fmt.Errorf("label %s: base layer %s has no %s folder: %w", LabelUVMScratch, base, wclayer.UtilityVMDir, errdefs.ErrFailedPrecondition)
-	}
-	vm := filepath.Join(dir, UVMScratchDir)
-	if err := os.MkdirAll(wclayer.FilesPath(vm), 0o755); err != nil {
-		return fmt.Errorf("creating utility VM scratch: %w", err)
-	}
-	return wclayer.WriteLayerChain(vm, []string{filepath.Join(base, wclayer.UtilityVMDir)})
 }
 
 // scratchSize reads the size labels as containerd's getRequestedScratchSize does.
@@ -292,10 +240,8 @@ func (s *Snapshotter) Commit(ctx context.Context, name, key string, opts ...snap
 		if err := inUse(dir, key, "commit"); err != nil {
 			return err
 		}
-		for _, leftover := range []string{"work", "volume", ".mount.lock"} {
-			if err := os.RemoveAll(filepath.Join(dir, leftover)); err != nil {
-				return fmt.Errorf("committing snapshot %q: %w", key, err)
-			}
+		if err := s.commitScratch(ctx, key, dir); err != nil {
+			return err
 		}
 		usage, err := diskUsage(ctx, dir)
 		if err != nil {
@@ -343,7 +289,7 @@ func (s *Snapshotter) Remove(ctx context.Context, key string) error {
 		return err
 	}
 	if removed != "" {
-		if err := os.RemoveAll(removed); err != nil {
+		if err := removeLayerDir(ctx, removed); err != nil {
 			log.G(ctx).WithError(err).WithField("path", removed).Warn("deleting removed snapshot folder; Cleanup will retry")
 		}
 	}
@@ -400,7 +346,7 @@ func (s *Snapshotter) Cleanup(ctx context.Context) error {
 			continue
 		}
 		log.G(ctx).WithField("path", p).Debug("cleanup: removing")
-		if err := os.RemoveAll(p); err != nil {
+		if err := removeLayerDir(ctx, p); err != nil {
 			return fmt.Errorf("cleanup: %w", err)
 		}
 	}

@@ -57,7 +57,25 @@
 // # Storage filter
 //
 // Mount and Unmount attach and detach the storage filter over a chain. Under Linux this is
-// overlayfs; on Windows it is not implemented yet (see mount_windows.go).
+// overlayfs; on Windows it is wcifs (see below).
+//
+// # On Windows
+//
+// A layer folder is Microsoft's format, written and read by Microsoft's layer APIs through
+// hcsshim, as containerd's windows snapshotter and differ do: ImportLayer checks the tar with
+// the emulator importer's rules and hands it, re-encoded, to hcsshim's ociwclayer (BackupWrite,
+// hive processing, the blank.vhdx scratch templates of base layers); ExportLayer is
+// ociwclayer's export against the parents named in layerchain.json; Mount is
+// ActivateLayer + PrepareLayer + GetLayerMountPath of vmcompute, Unmount their reverse, with
+// a record of the volume path in the scratch folder because Windows lists no such mounts. The
+// Windows-only CreateScratch, CreateUVMScratch, ConvertScratchToLayer and DestroyLayer serve
+// the snapshotter. Every call goes through LayerAPI, which tests replace (SetLayerAPI).
+// Differences from the emulator: a layer is imported in place, not beside and renamed, because
+// base layers hold differencing VHDXs whose parent locators carry the folder's absolute path
+// (an existing layer is moved aside and restored on failure, a failed import destroyed; a crash
+// mid-import leaves a partial, uncommitted folder); NTFS resolves case itself, and hcsshim's
+// base layer writer refuses a name written twice where the emulator lets the later entry win;
+// ImportOptions.Sync relies on NTFS's own flushing.
 //
 // This package imports nothing of runhcs; internal/snapshot and internal/layers use it.
 package wclayer

@@ -22,6 +22,9 @@ import (
 // needed. Nodes with stored metadata get their original headers back; nodes a container
 // created get headers in the shape backuptar gives them.
 func ExportLayer(ctx context.Context, w io.Writer, layer string) error {
+	if nativeExport != nil {
+		return nativeExport(ctx, w, layer)
+	}
 	if err := supported(); err != nil {
 		return err
 	}
@@ -46,6 +49,10 @@ func ExportLayer(ctx context.Context, w io.Writer, layer string) error {
 	}
 	return nil
 }
+
+// nativeExport, when set (by import_windows.go), exports from the operating system's own layer
+// format instead of the folder-and-xattr representation of this file.
+var nativeExport func(ctx context.Context, w io.Writer, layer string) error
 
 // inodeKey identifies a file across its hard links.
 type inodeKey struct{ dev, ino uint64 }

@@ -9,12 +9,12 @@ import (
 	"github.com/containerd/errdefs"
 )
 
-// On Windows a layer folder must be written with the backup APIs (BackupWrite, with
-// SeBackupPrivilege/SeRestorePrivilege) and the layer must be registered with the storage
-// filter, which hcsshim's wclayer package does. runhcs does not carry that code yet; the
-// folder-and-xattr representation of this package is the Linux one only.
+// The folder-and-xattr representation of import.go and export.go is the emulator's. On Windows
+// ImportLayer and ExportLayer never reach it: import_windows.go routes them to Microsoft's layer
+// APIs (hcsshim's ociwclayer, which writes with BackupWrite). These stubs only let the portable
+// code compile, and say so if anything calls them.
 func supported() error {
-	return fmt.Errorf("importing and exporting layers on Windows (the backup APIs, as hcsshim's ociwclayer uses them): %w", errdefs.ErrNotImplemented)
+	return fmt.Errorf("the folder-and-xattr layer representation is the emulator's; Windows uses hcsshim's ociwclayer: %w", errdefs.ErrNotImplemented)
 }
 
 func setXattr(path, name string, value []byte) error { return supported() }
@@ -26,7 +26,8 @@ func setTimes(path string, atime, mtime time.Time) error {
 	return supported()
 }
 
-func inodeOf(fi fs.FileInfo) (inodeKey, uint64) { return inodeKey{}, 1 }
+// inodeOf is never reached on Windows (see supported); every node counts as its own file.
+func inodeOf(fi fs.FileInfo) (inodeKey, uint64) { return inodeKey{dev: 0, ino: 0}, 1 }
 func syncFS(path string) error                  { return nil }
 
 func writeRegular(path string, r io.Reader, buf []byte, attr string, meta []byte, atime, mtime time.Time) (int64, error) {

@@ -33,6 +33,9 @@ type ImportOptions struct {
 // errdefs.ErrInvalidArgument that names the entry. r is read through a buffer, so it may be
 // read past the end of the tar.
 func ImportLayer(ctx context.Context, r io.Reader, layer string, parents []string, opts ImportOptions) (int64, error) {
+	if nativeImport != nil {
+		return nativeImport(ctx, r, layer, parents, opts)
+	}
 	if err := supported(); err != nil {
 		return 0, err
 	}
@@ -105,6 +108,10 @@ func ImportLayer(ctx context.Context, r io.Reader, layer string, parents []strin
 	log.G(ctx).WithFields(log.Fields{"layer": layer, "bytes": im.size, "entries": im.count}).Debug("imported layer")
 	return im.size, nil
 }
+
+// nativeImport, when set (by import_windows.go), imports into the operating system's own
+// layer format instead of the folder-and-xattr representation of this file.
+var nativeImport func(ctx context.Context, r io.Reader, layer string, parents []string, opts ImportOptions) (int64, error)
 
 var swapLocks sync.Map // layer path -> *sync.Mutex
 
