@@ -51,6 +51,12 @@ func requireContract(t *testing.T) *contractEnv {
 	return envVal
 }
 
+// hostDir makes a host folder for a mapped directory: the test and hcsemu name it alike.
+func (env *contractEnv) hostDir(t *testing.T) (local, host string) {
+	d := t.TempDir()
+	return d, d
+}
+
 func moduleRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !windows
 
 package hcs
 
@@ -15,4 +15,9 @@ type contractEnv struct {
 func requireContract(t *testing.T) *contractEnv {
 	t.Skip("the HCS contract suite provisions its environment (hcsemu, test image) on Linux only")
 	return nil
+}
+
+func (env *contractEnv) hostDir(t *testing.T) (local, host string) {
+	d := t.TempDir()
+	return d, d
 }

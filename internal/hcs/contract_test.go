@@ -587,8 +587,8 @@ func TestContractLimitsAndStatistics(t *testing.T) {
 	t.Run("mapped directory", func(t *testing.T) {
 		s := newContainer(t, env, true)
 		keepAlive(t, s)
-		host := t.TempDir()
-		if err := os.WriteFile(filepath.Join(host, "f.txt"), []byte("mapped"), 0o644); err != nil {
+		local, host := env.hostDir(t)
+		if err := os.WriteFile(filepath.Join(local, "f.txt"), []byte("mapped"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		md := &schema2.MappedDirectory{HostPath: host, ContainerPath: `C:\data`, ReadOnly: true}

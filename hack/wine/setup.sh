@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# hack/wine/setup.sh prepares this machine to run windows/amd64 Go binaries under Wine, and is
+# quick and silent when everything is already there (so the test wrapper calls it every time):
+#
+#   1. Debian packages wine64 and gcc-mingw-w64-x86-64 (apt-get only if missing; needs root then)
+#   2. bcryptprimitives.dll built from hack/wine/bcryptprimitives.c and winecompat.c (rebuilt when
+#      the source changes)
+#   3. a private Wine prefix under ${RUNHCS_CACHE:-~/.cache/runhcs}/wine/prefix (about 11 s the first time)
+#   4. computecore.dll, the stand-in HCS API that forwards to hcsemu over TCP
+#      (hack/wine/computecore/, see hack/wine/README.md)
+#   5. both DLLs copied into the prefix's drive_c/windows/system32
+#
+# Why the DLL: Go >= 1.22 on Windows needs ProcessPrng from bcryptprimitives.dll, which Wine 8
+# (Debian 12) lacks; see bcryptprimitives.c. It also carries Wine 8 fixes (winecompat.c).
+set -euo pipefail
+
+# shellcheck source=hack/wine/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+log() { echo "wine-setup: $*" >&2; }
+
+install_packages() {
+	local need=()
+	[[ -x "${WINE64}" && -x "${WINESERVER}" ]] || need+=(wine64)
+	command -v "${MINGW_CC}" >/dev/null || need+=(gcc-mingw-w64-x86-64)
+	command -v timeout >/dev/null || need+=(coreutils)
+	command -v flock >/dev/null || need+=(util-linux)
+	[[ ${#need[@]} -eq 0 ]] && return 0
+	if [[ $(id -u) -ne 0 ]]; then
+		log "need Debian packages ${need[*]}; run as root or install them"
+		return 1
+	fi
+	log "installing ${need[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+	if [[ ! -x "${WINE64}" || ! -x "${WINESERVER}" ]]; then
+		log "wine64 installed but ${WINE64} or ${WINESERVER} is missing"
+		return 1
+	fi
+}
+
+# build_dll NAME SOURCES… [-- LIBS…] compiles a DLL when the cached build is missing or was made
+# from other sources (the hash of the sources, headers beside them included, is kept beside it).
+build_dll() {
+	local name="$1" dll="${WINE_CACHE}/$1"
+	shift
+	local srcs=() libs=() sum
+	while [[ $# -gt 0 && "$1" != "--" ]]; do
+		srcs+=("$1")
+		shift
+	done
+	[[ $# -gt 0 ]] && shift && libs=("$@")
+	sum="$(cat "${srcs[@]}" $(for s in "${srcs[@]}"; do ls "$(dirname "${s}")"/*.h 2>/dev/null; done | sort -u) |
+		sha256sum | cut -d' ' -f1)"
+	if [[ -f "${dll}" && "$(cat "${dll}.sha256" 2>/dev/null)" == "${sum}" ]]; then
+		return 0
+	fi
+	log "building ${name}"
+	"${MINGW_CC}" -O2 -Wall -Wextra -Werror -shared -s -o "${dll}.tmp" "${srcs[@]}" "${libs[@]}"
+	mv "${dll}.tmp" "${dll}"
+	echo "${sum}" >"${dll}.sha256"
+}
+
+make_prefix() {
+	# system.reg is written last by wineboot; a prefix without it is a half-made one.
+	if [[ -f "${WINE_PREFIX_DIR}/system.reg" ]]; then
+		return 0
+	fi
+	log "creating the Wine prefix ${WINE_PREFIX_DIR}"
+	rm -rf "${WINE_PREFIX_DIR}"
+	mkdir -p "${WINE_PREFIX_DIR}"
+	if ! timeout 180 "${WINE64}" wineboot --init >/dev/null 2>&1; then
+		log "wineboot --init failed or timed out"
+		"${WINESERVER}" -k 2>/dev/null || true
+		rm -rf "${WINE_PREFIX_DIR}"
+		return 1
+	fi
+	# wineboot returns before the wineserver has flushed the registry; -w waits for it to exit.
+	timeout 60 "${WINESERVER}" -w || "${WINESERVER}" -k 2>/dev/null || true
+	if [[ ! -f "${WINE_PREFIX_DIR}/system.reg" ]]; then
+		log "wineboot left no ${WINE_PREFIX_DIR}/system.reg"
+		return 1
+	fi
+}
+
+# install_dll NAME copies a built DLL into the prefix's system32, where LoadLibrary's
+# LOAD_LIBRARY_SEARCH_SYSTEM32 (Go's runtime, and NewLazySystemDLL) looks.
+install_dll() {
+	local dst="${WINE_PREFIX_DIR}/drive_c/windows/system32/$1"
+	if ! cmp -s "${WINE_CACHE}/$1" "${dst}"; then
+		cp "${WINE_CACHE}/$1" "${dst}.tmp"
+		mv "${dst}.tmp" "${dst}"
+	fi
+}
+
+install_packages
+mkdir -p "${WINE_CACHE}"
+wine_env
+# One setup at a time, and none while a test binary uses the prefix (exec.sh holds the lock).
+exec {lockfd}>"${WINE_LOCK}"
+flock "${lockfd}"
+build_dll bcryptprimitives.dll "${WINE_HACK}/bcryptprimitives.c" "${WINE_HACK}/winecompat.c"
+build_dll computecore.dll "${WINE_HACK}/computecore/computecore.c" "${WINE_HACK}/computecore/json.c" -- -lws2_32
+make_prefix
+install_dll bcryptprimitives.dll
+install_dll computecore.dll

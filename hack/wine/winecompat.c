@@ -1,0 +1,132 @@
+/*
+ * winecompat.c: Wine 8 compatibility for Go programs, loaded with the ProcessPrng stand-in
+ * (bcryptprimitives.c) because that DLL is the one every Go >= 1.22 Windows program loads,
+ * first thing, before any user code runs. Nothing here is used on Windows: the DLL exists only
+ * in the private Wine prefix (hack/wine/setup.sh).
+ *
+ * FileDispositionInformationEx. Go >= 1.25 deletes files (os.Remove inside os.RemoveAll, so
+ * also testing.T.TempDir's cleanup) with NtSetInformationFile(FileDispositionInformationEx =
+ * 64, POSIX semantics) and falls back to the classic FileDispositionInformation when the call
+ * returns STATUS_INVALID_INFO_CLASS, STATUS_INVALID_PARAMETER or STATUS_NOT_SUPPORTED
+ * (internal/syscall/windows.Deleteat). Wine 8 does not know class 64 and answers
+ * STATUS_NOT_IMPLEMENTED (Win32 ERROR_INVALID_FUNCTION, "Invalid function"), which Go does
+ * not treat as "unsupported", so every RemoveAll of a non-empty folder fails under Wine 8.
+ *
+ * The fix: Go finds NtSetInformationFile with GetProcAddress, which reads ntdll's export
+ * table. At load time this DLL points that export at a wrapper that calls the real function
+ * and turns STATUS_NOT_IMPLEMENTED for class 64 into STATUS_INVALID_INFO_CLASS, the status a
+ * Windows older than 1607 gives, so Go takes its own fallback. Calls that ntdll's importers
+ * (kernel32, kernelbase) bound at load time are untouched. A Wine that implements class 64
+ * never returns STATUS_NOT_IMPLEMENTED for it, so the wrapper then changes nothing.
+ *
+ * An export table holds 32-bit offsets from the module's base, so the wrapper is reached
+ * through a small jump stub allocated within 4 GiB above ntdll.
+ */
+#include <windows.h>
+#include <winternl.h>
+
+#include "winecompat.h"
+
+#define FILE_DISPOSITION_INFORMATION_EX_CLASS 64
+#define STATUS_NOT_IMPLEMENTED_ ((NTSTATUS)0xC0000002L)
+#define STATUS_INVALID_INFO_CLASS_ ((NTSTATUS)0xC0000003L)
+
+typedef NTSTATUS(NTAPI *set_information_file_fn)(HANDLE file, PIO_STATUS_BLOCK io, PVOID info,
+						 ULONG length, ULONG info_class);
+
+static set_information_file_fn real_set_information_file;
+
+static NTSTATUS NTAPI compat_set_information_file(HANDLE file, PIO_STATUS_BLOCK io, PVOID info,
+						   ULONG length, ULONG info_class)
+{
+	NTSTATUS status = real_set_information_file(file, io, info, length, info_class);
+
+	if (status == STATUS_NOT_IMPLEMENTED_ && info_class == FILE_DISPOSITION_INFORMATION_EX_CLASS)
+		return STATUS_INVALID_INFO_CLASS_;
+	return status;
+}
+
+/* export_slot returns the export table entry (an RVA) of the named function, or NULL. */
+static DWORD *export_slot(BYTE *base, const char *name)
+{
+	IMAGE_DOS_HEADER *dos = (IMAGE_DOS_HEADER *)base;
+	IMAGE_NT_HEADERS64 *nt;
+	IMAGE_DATA_DIRECTORY dir;
+	IMAGE_EXPORT_DIRECTORY *exports;
+	DWORD *names, *functions;
+	WORD *ordinals;
+	DWORD i;
+
+	if (dos->e_magic != IMAGE_DOS_SIGNATURE)
+		return NULL;
+	nt = (IMAGE_NT_HEADERS64 *)(base + dos->e_lfanew);
+	if (nt->Signature != IMAGE_NT_SIGNATURE)
+		return NULL;
+	dir = nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_EXPORT];
+	if (dir.VirtualAddress == 0)
+		return NULL;
+	exports = (IMAGE_EXPORT_DIRECTORY *)(base + dir.VirtualAddress);
+	names = (DWORD *)(base + exports->AddressOfNames);
+	ordinals = (WORD *)(base + exports->AddressOfNameOrdinals);
+	functions = (DWORD *)(base + exports->AddressOfFunctions);
+	for (i = 0; i < exports->NumberOfNames; i++) {
+		if (lstrcmpA((const char *)(base + names[i]), name) == 0)
+			return &functions[ordinals[i]];
+	}
+	return NULL;
+}
+
+/* stub_near allocates, within 4 GiB above base, an executable "jmp [rip+0]; .quad target". */
+static BYTE *stub_near(BYTE *base, SIZE_T image_size, void *target)
+{
+	static const BYTE jmp[6] = {0xFF, 0x25, 0x00, 0x00, 0x00, 0x00};
+	ULONG_PTR start = ((ULONG_PTR)base + image_size + 0xFFFF) & ~(ULONG_PTR)0xFFFF;
+	ULONG_PTR limit = (ULONG_PTR)base + 0xFFFF0000UL;
+	ULONG_PTR at;
+	DWORD old;
+
+	for (at = start; at < limit; at += 0x10000) {
+		BYTE *stub = VirtualAlloc((void *)at, 4096, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+
+		if (stub == NULL)
+			continue;
+		if ((ULONG_PTR)stub < (ULONG_PTR)base || (ULONG_PTR)stub >= limit) {
+			VirtualFree(stub, 0, MEM_RELEASE);
+			continue;
+		}
+		CopyMemory(stub, jmp, sizeof(jmp));
+		CopyMemory(stub + sizeof(jmp), &target, sizeof(target));
+		if (!VirtualProtect(stub, 4096, PAGE_EXECUTE_READ, &old)) {
+			VirtualFree(stub, 0, MEM_RELEASE);
+			return NULL;
+		}
+		FlushInstructionCache(GetCurrentProcess(), stub, 16);
+		return stub;
+	}
+	return NULL;
+}
+
+BOOL winecompat_install(void)
+{
+	BYTE *ntdll = (BYTE *)GetModuleHandleW(L"ntdll.dll");
+	IMAGE_NT_HEADERS64 *nt;
+	DWORD *slot, old;
+	BYTE *stub;
+
+	/* Only under Wine: Windows has FileDispositionInformationEx and must not be patched. */
+	if (ntdll == NULL || GetProcAddress((HMODULE)ntdll, "wine_get_version") == NULL)
+		return TRUE;
+	slot = export_slot(ntdll, "NtSetInformationFile");
+	if (slot == NULL)
+		return FALSE;
+	real_set_information_file = (set_information_file_fn)(void *)(ntdll + *slot);
+	nt = (IMAGE_NT_HEADERS64 *)(ntdll + ((IMAGE_DOS_HEADER *)ntdll)->e_lfanew);
+	stub = stub_near(ntdll, nt->OptionalHeader.SizeOfImage, (void *)compat_set_information_file);
+	if (stub == NULL)
+		return FALSE;
+	if (!VirtualProtect(slot, sizeof(*slot), PAGE_READWRITE, &old))
+		return FALSE;
+	*slot = (DWORD)(stub - ntdll);
+	VirtualProtect(slot, sizeof(*slot), old, &old);
+	return TRUE;
+}
