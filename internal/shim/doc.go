@@ -9,7 +9,9 @@
 //     package (pkg/shim), which serves it, logs to containerd's shim log and publishes events.
 //   - start*.go: the `start` action (one shim per pod: a task naming a running pod's sandbox
 //     joins that pod's shim), done here because containerd keeps *shim-runhcs-v1 binaries on
-//     the legacy start protocol that pkg/shim no longer speaks.
+//     the legacy start protocol that pkg/shim no longer speaks. start.go is the portable part
+//     (it records the address in the bundle); start_unix.go and start_windows.go find or start
+//     the pod's shim on a unix socket or a named pipe.
 //   - manager.go: the `delete` action (cleanup after a dead shim: terminate the compute system,
 //     unmount the layers, remove the state) and `-info`.
 //   - bundle.go: what a task records in its bundle for the delete action.

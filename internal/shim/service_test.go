@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/containerd/containerd/api/types"
 	tasktypes "github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/core/runtime"
+	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/typeurl/v2"
@@ -43,7 +45,29 @@ func newHarness(t *testing.T) *harness {
 	t.Cleanup(cancel)
 	h := &harness{t: t, host: newFakeHost(), layers: newFakeLayers(), pub: newFakePublisher(), dir: t.TempDir()}
 	h.svc = newService(ctx, h.host, h.layers, h.pub, nil)
+	// Registered after t.TempDir, so it runs before the folder is removed.
+	t.Cleanup(h.endTasks)
 	return h
+}
+
+// endTasks ends what a test left running as containerd would (kill --all, then wait for every
+// process), so that the relays close the log files in h.dir before t.TempDir removes it
+// (Windows cannot remove an open file) and no relay outlives its test.
+func (h *harness) endTasks() {
+	h.svc.mu.Lock()
+	tasks := slices.Collect(maps.Values(h.svc.tasks))
+	h.svc.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tk := range tasks {
+		// Errors are expected here: a process that already exited cannot be killed.
+		_, _ = h.svc.Kill(ctx, &taskapi.KillRequest{ID: tk.id, Signal: 9, All: true})
+		for _, p := range append(tk.execList(), tk.init) {
+			if _, err := p.wait(ctx); err != nil {
+				h.t.Errorf("process %s of task %s did not end after kill --all: %v", p.id(), tk.id, err)
+			}
+		}
+	}
 }
 
 func testSpec() *specs.Spec {
@@ -79,8 +103,19 @@ func (h *harness) bundle(id string, spec *specs.Spec) *taskapi.CreateTaskRequest
 			Source:  filepath.Join(h.dir, "scratch-"+id),
 			Options: []string{"rw", `parentLayerPaths=["/layers/2","/layers/1"]`},
 		}},
-		Stdout: "file://" + filepath.Join(b, "out.log"),
+		Stdout: logFileURI(h.t, filepath.Join(b, "out.log")),
 	}
+}
+
+// logFileURI is what containerd's clients send for a log file at path (pkg/cio.LogFile):
+// file:///var/log/c1.log on Linux, file:///C:/dir/c1.log on Windows.
+func logFileURI(t *testing.T, path string) string {
+	t.Helper()
+	u, err := cio.LogURIGenerator("file", path, nil)
+	if err != nil {
+		t.Fatalf("log URI of %s: %v", path, err)
+	}
+	return u.String()
 }
 
 func (h *harness) waitEvents(n int) []publishedEvent {
@@ -338,7 +373,7 @@ func TestExecAndKillAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.svc.Exec(ctx, &taskapi.ExecProcessRequest{ID: "c1", ExecID: "e1", Spec: spec, Stdout: "file://" + filepath.Join(h.dir, "e1.log")}); err != nil {
+	if _, err := h.svc.Exec(ctx, &taskapi.ExecProcessRequest{ID: "c1", ExecID: "e1", Spec: spec, Stdout: logFileURI(t, filepath.Join(h.dir, "e1.log"))}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.svc.Exec(ctx, &taskapi.ExecProcessRequest{ID: "c1", ExecID: "e1", Spec: spec}); !errdefs.IsAlreadyExists(err) {
@@ -640,12 +675,7 @@ func TestResizeWithoutTerminal(t *testing.T) {
 func TestCloseIO(t *testing.T) {
 	h := newHarness(t)
 	req := h.bundle("c1", testSpec())
-	stdin := filepath.Join(h.dir, "stdin")
-	if err := os.WriteFile(stdin, []byte("typed"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// A regular file stands in for the FIFO: it reads to EOF like a FIFO whose writer closed.
-	req.Stdin = stdin
+	req.Stdin = clientStdin(t, h.dir, "typed")
 	p := h.createStart(req)
 	if !p.params.CreateStdInPipe {
 		t.Fatal("no stdin pipe asked for")

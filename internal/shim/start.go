@@ -107,8 +107,30 @@ func shimGroup(bundle, id string) string {
 	return id
 }
 
-// writeAddress records the shim's address in the bundle, where the serving shim finds it to
-// remove its socket when it exits.
+// startOrJoin returns the address of the shim serving the pod of the task whose bundle is the
+// working directory (containerd runs the start action there): that of the pod's running shim,
+// or of one it starts (launchOrJoin, per OS). Either way it records the address in the
+// bundle's address file: containerd reads it to find the task's shim again after a restart
+// (1.7: runtime/v2/shim.go loadShim; 2.x: core/runtime/v2/shim_manager.go
+// restoreBootstrapParams, when there is no bootstrap.json), and a shim reads its own to remove
+// its socket when it exits (run.go).
+func startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
+	bundle, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("start task %s: working directory (the bundle): %w", f.id, err)
+	}
+	address, err := launchOrJoin(ctx, f, bundle, shimGroup(bundle, f.id))
+	if err != nil {
+		return "", err
+	}
+	if err := writeAddress(filepath.Join(bundle, "address"), address); err != nil {
+		return "", fmt.Errorf("record shim address %s in bundle %q: %w", address, bundle, err)
+	}
+	return address, nil
+}
+
+// writeAddress writes the address file atomically: containerd or a shim may read it at any
+// time.
 func writeAddress(path, address string) error {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(address), 0o600); err != nil {

@@ -18,18 +18,13 @@ import (
 // runc shim puts them too (tests move it).
 var socketRoot = filepath.Join(defaults.DefaultStateDir, "s")
 
-// startOrJoin returns the address of the pod's shim, starting it if it is not running. The
-// socket address is derived from the pod as containerd's runc shim derives it (a hash of
-// containerd's address, the namespace and the group under <state dir>/s), so a second task
-// of the pod finds the socket of the first: if it accepts connections, the task joins that
-// shim. The new shim gets the listening socket as fd 3 (the shim package's serve takes it
+// launchOrJoin returns the address of the shim of group (a pod), starting it if it is not
+// running. The socket address is derived from the pod as containerd's runc shim derives it (a
+// hash of containerd's address, the namespace and the group under <state dir>/s), so a second
+// task of the pod finds the socket of the first: if it accepts connections, the task joins
+// that shim. The new shim gets the listening socket as fd 3 (the shim package's serve takes it
 // from there).
-func startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
-	cwd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	group := shimGroup(cwd, f.id)
+func launchOrJoin(ctx context.Context, f startFlags, bundle, group string) (string, error) {
 	address, err := cshim.CreateSocketAddress(ctx, socketRoot, f.address, group, false)
 	if err != nil {
 		return "", err
@@ -41,9 +36,6 @@ func startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
 		}
 		if cshim.CanConnect(address) {
 			// The pod's shim is serving: join it.
-			if err := writeAddress(filepath.Join(cwd, "address"), address); err != nil {
-				return "", err
-			}
 			return address, nil
 		}
 		// A stale socket of a shim that died.
@@ -73,7 +65,7 @@ func startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
 		args = append(args, "-debug")
 	}
 	cmd := exec.Command(self, args...)
-	cmd.Dir = cwd
+	cmd.Dir = bundle
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
 	cmd.ExtraFiles = []*os.File{sf}
 	// Its own process group: a signal to containerd's group must not reach the shim.
@@ -84,9 +76,6 @@ func startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
 	}
 	// The start action exits right away; the shim is re-parented and lives on.
 	_ = cmd.Process.Release()
-	if err := writeAddress(filepath.Join(cwd, "address"), address); err != nil {
-		return "", err
-	}
 	return address, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -18,15 +17,11 @@ func pipeAddress(namespace, group string) string {
 	return fmt.Sprintf(`\\.\pipe\ProtectedPrefix\Administrators\containerd-shim-%s-%s-pipe`, namespace, group)
 }
 
-// startOrJoin returns the pipe of the pod's shim, starting the shim if the pipe does not
-// answer. The new shim serves on the pipe named by -socket (the shim package's serve on
+// launchOrJoin returns the pipe of the shim of group (a pod), starting the shim if the pipe
+// does not answer. The new shim serves on the pipe named by -socket (the shim package's serve on
 // Windows listens there); start waits until it answers before returning its address.
-func startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
-	cwd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	address := pipeAddress(f.namespace, shimGroup(cwd, f.id))
+func launchOrJoin(ctx context.Context, f startFlags, bundle, group string) (string, error) {
+	address := pipeAddress(f.namespace, group)
 	short := 100 * time.Millisecond
 	if c, err := winio.DialPipe(address, &short); err == nil {
 		_ = c.Close()
@@ -41,7 +36,7 @@ func startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
 		args = append(args, "-debug")
 	}
 	cmd := exec.Command(self, args...)
-	cmd.Dir = cwd
+	cmd.Dir = bundle
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
 	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.DETACHED_PROCESS}
 	if err := cmd.Start(); err != nil {
@@ -58,15 +53,15 @@ func startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
 		select {
 		case err := <-exited:
 			return "", fmt.Errorf("shim exited before serving %s: %v", address, err)
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			return "", fmt.Errorf("waiting for the shim to serve %s: %w", address, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
 			return "", fmt.Errorf("shim did not serve %s within 30s", address)
 		}
-	}
-	if err := writeAddress(filepath.Join(cwd, "address"), address); err != nil {
-		return "", err
 	}
 	return address, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -136,27 +137,38 @@ func logURI(s string) (string, *url.URL, bool) {
 	return u.Scheme, u, true
 }
 
+// openLogFile opens (appending, creating it and its folder) the file a file:// URI names.
 func openLogFile(u *url.URL) (*os.File, error) {
-	p := u.Path
-	if p == "" {
-		return nil, fmt.Errorf("file URI %q has no path: %w", u.String(), errdefs.ErrInvalidArgument)
+	p, err := logFilePath(u)
+	if err != nil {
+		return nil, err
 	}
-	if err := os.MkdirAll(parentDir(p), 0o755); err != nil {
-		return nil, fmt.Errorf("log file %q: %w", p, err)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, fmt.Errorf("log file %q (from %q): %w", p, u.String(), err)
 	}
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("log file %q: %w", p, err)
+		return nil, fmt.Errorf("log file %q (from %q): %w", p, u.String(), err)
 	}
 	return f, nil
 }
 
-func parentDir(p string) string {
-	i := strings.LastIndexAny(p, `/\`)
-	if i <= 0 {
-		return "."
+// logFilePath is the local, absolute path a file:// URI names. A host other than "localhost"
+// would be another machine's file (RFC 8089 section 2), which the shim cannot write; a
+// relative path would depend on the shim's working directory. containerd's clients send
+// neither: cio.LogURIGenerator requires an absolute path and sets no host.
+func logFilePath(u *url.URL) (string, error) {
+	if u.Host != "" && u.Host != "localhost" {
+		return "", fmt.Errorf("file URI %q names host %q: only local files are supported: %w", u.String(), u.Host, errdefs.ErrInvalidArgument)
 	}
-	return p[:i]
+	if u.Path == "" {
+		return "", fmt.Errorf("file URI %q has no path: %w", u.String(), errdefs.ErrInvalidArgument)
+	}
+	p := localPath(u.Path)
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("file URI %q: path %q is not absolute: %w", u.String(), p, errdefs.ErrInvalidArgument)
+	}
+	return p, nil
 }
 
 // Process is the process's side of the streams, as HCS hands them out. Any may be nil.

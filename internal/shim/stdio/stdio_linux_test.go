@@ -12,6 +12,18 @@ import (
 	"github.com/containerd/fifo"
 )
 
+// logFilePathCases: on Linux a file URI's path is used as it is, cleaned.
+var logFilePathCases = []logFilePathCase{
+	{uri: "file:///var/log/c1.log", want: "/var/log/c1.log"},
+	{uri: "file://localhost/var/log/c1.log", want: "/var/log/c1.log"},
+	{uri: "file:///var/log/pods/../c1.log", want: "/var/log/c1.log"},
+	{uri: "file:///var/log/my%20logs/c1.log", want: "/var/log/my logs/c1.log"},
+	// Not a drive here: a folder named "C:".
+	{uri: "file:///C:/dir/c1.log", want: "/C:/dir/c1.log"},
+	{uri: "file://otherhost/var/log/c1.log"},
+	{uri: "file://"},
+}
+
 // TestFIFOs: the shim side of containerd's FIFOs: the client opens them for reading (stdout)
 // and writing (stdin) as containerd's cio does, and sees everything the process wrote.
 func TestFIFOs(t *testing.T) {

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/errdefs"
 )
 
 func TestLogURI(t *testing.T) {
@@ -31,12 +34,49 @@ func TestLogURI(t *testing.T) {
 	}
 }
 
+// logFileURI is what containerd's clients send for a log file at path (pkg/cio.LogFile):
+// file:///var/log/c1.log on Linux, file:///C:/dir/c1.log on Windows.
+func logFileURI(t *testing.T, path string) string {
+	t.Helper()
+	u, err := cio.LogURIGenerator("file", path, nil)
+	if err != nil {
+		t.Fatalf("log URI of %s: %v", path, err)
+	}
+	return u.String()
+}
+
+// logFilePathCase is one file:// URI and the local path the shim must write (want), or ""
+// when the URI must be refused as an invalid argument. The cases are per OS
+// (logFilePathCases, in stdio_linux_test.go and pipe_windows_test.go).
+type logFilePathCase struct {
+	uri, want string
+}
+
+func TestLogFilePath(t *testing.T) {
+	for _, tc := range logFilePathCases {
+		_, u, ok := logURI(tc.uri)
+		if !ok {
+			t.Errorf("logURI(%q) did not see a URI", tc.uri)
+			continue
+		}
+		got, err := logFilePath(u)
+		switch {
+		case tc.want == "" && !errdefs.IsInvalidArgument(err):
+			t.Errorf("logFilePath(%q) = %q, %v; want an invalid-argument error", tc.uri, got, err)
+		case tc.want == "" && !strings.Contains(err.Error(), u.String()):
+			t.Errorf("logFilePath(%q): error does not name the URI %q: %v", tc.uri, u.String(), err)
+		case tc.want != "" && (err != nil || got != tc.want):
+			t.Errorf("logFilePath(%q) = %q, %v; want %q", tc.uri, got, err, tc.want)
+		}
+	}
+}
+
 // TestRelayFileDrained: all output written before the process's streams close is in the file
 // when Drained fires, stdout and stderr both.
 func TestRelayFileDrained(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sub", "log")
-	up, err := Open(context.Background(), "ns", "c1", Config{Stdout: "file://" + path, Stderr: "file://" + path})
+	up, err := Open(context.Background(), "ns", "c1", Config{Stdout: logFileURI(t, path), Stderr: logFileURI(t, path)})
 	if err != nil {
 		t.Fatal(err)
 	}
