@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,13 +16,6 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
-
-func requireRoot(tb testing.TB) {
-	tb.Helper()
-	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
-		tb.Skip("needs root (trusted.* xattrs, mknod, mount)")
-	}
-}
 
 // file is an entry of a test layer; a whiteout is a name with .wh.
 type file struct{ name, body string }

@@ -2,8 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"net"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -31,16 +29,12 @@ func TestGRPC(t *testing.T) {
 	ctx := namespaces.WithNamespace(context.Background(), "test")
 	sn := newSnapshotter(t)
 	cs := newStore(t)
-	sock := filepath.Join(t.TempDir(), "wcow.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, target := testListener(t)
 	server := grpc.NewServer()
 	Register(server, sn, NewDiffer(cs))
 	go server.Serve(l)
 	defer server.Stop()
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -43,17 +44,24 @@ func TestMountShape(t *testing.T) {
 	if err := sn.Commit(ctx, "mid", "mid-active"); err != nil {
 		t.Fatal(err)
 	}
+	// containerd builds the option as mount.ParentLayerPathsFlag + json.Marshal(parent paths),
+	// so a Windows path's backslashes come out escaped (C:\\x): build it the same way here.
+	parents, err := json.Marshal([]string{dir("2"), dir("1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parentsOption := "parentLayerPaths=" + string(parents)
 	tests := []struct {
 		name string
 		call func() ([]mount.Mount, error)
 		want []string
 	}{
 		{"prepare over two", func() ([]mount.Mount, error) { return sn.Prepare(ctx, "c", "mid") },
-			[]string{"rw", `parentLayerPaths=["` + dir("2") + `","` + dir("1") + `"]`}},
+			[]string{"rw", parentsOption}},
 		{"view over two", func() ([]mount.Mount, error) { return sn.View(ctx, "v", "mid") },
-			[]string{"ro", `parentLayerPaths=["` + dir("2") + `","` + dir("1") + `"]`}},
+			[]string{"ro", parentsOption}},
 		{"mounts again", func() ([]mount.Mount, error) { return sn.Mounts(ctx, "c") },
-			[]string{"rw", `parentLayerPaths=["` + dir("2") + `","` + dir("1") + `"]`}},
+			[]string{"rw", parentsOption}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,7 +73,7 @@ func TestMountShape(t *testing.T) {
 				t.Fatalf("mounts = %#v, want options %q", m, tc.want)
 			}
 			lm, err := ParseMounts(m)
-			if err != nil || len(lm.Parents) != 2 {
+			if err != nil || !reflect.DeepEqual(lm.Parents, []string{dir("2"), dir("1")}) {
 				t.Fatalf("ParseMounts = %+v, %v", lm, err)
 			}
 		})
@@ -74,6 +82,10 @@ func TestMountShape(t *testing.T) {
 	// them must come out escaped the same way.
 	if got := layerMounts("s", []string{`C:\a&b<c>`}, false)[0].Options[1]; got != `parentLayerPaths=["C:\\a\u0026b\u003cc\u003e"]` {
 		t.Fatalf("escaping: %s", got)
+	}
+	// The exact bytes of a Windows chain, as containerd's windows snapshotter writes them.
+	if got := layerMounts(`C:\ProgramData\containerd\snapshots\3`, []string{`C:\ProgramData\containerd\snapshots\2`, `C:\ProgramData\containerd\snapshots\1`}, false)[0].Options; !reflect.DeepEqual(got, []string{"rw", `parentLayerPaths=["C:\\ProgramData\\containerd\\snapshots\\2","C:\\ProgramData\\containerd\\snapshots\\1"]`}) {
+		t.Fatalf("Windows chain: %q", got)
 	}
 }
 
@@ -115,18 +127,16 @@ func TestLabels(t *testing.T) {
 			}
 		})
 	}
-	// With a UtilityVM folder in the base layer, the label makes vm/ a scratch layer.
+	// With a utility VM image in the base layer, the label makes the utility VM's scratch in
+	// vm/: a scratch layer folder under the emulator, vm\sandbox.vhdx on Windows.
 	id, _, _, _ := statID(t, sn, "base")
-	if err := os.MkdirAll(filepath.Join(sn.Root(), "snapshots", id, "UtilityVM", "Files"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := filepath.Join(sn.Root(), "snapshots", id)
+	makeUVMBase(t, base)
 	m, err := sn.Prepare(ctx, "uvm", "base", snapshots.WithLabels(map[string]string{LabelUVMScratch: "true"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(m[0].Source, UVMScratchDir, "Files")); err != nil {
-		t.Fatalf("no utility VM scratch: %v", err)
-	}
+	checkUVMScratch(t, m[0].Source, base)
 }
 
 func statID(t *testing.T, sn *Snapshotter, key string) (string, snapshots.Info, snapshots.Usage, error) {
@@ -146,181 +156,6 @@ func statID(t *testing.T, sn *Snapshotter, key string) (string, snapshots.Info, 
 	id = filepath.Base(lm.Parents[0])
 	_ = sn.Remove(context.Background(), "probe-"+key)
 	return id, info, snapshots.Usage{}, err
-}
-
-// TestLifecycle unpacks two layers through the differ, runs a "container" on them, and
-// checks Remove/Commit refusals, Compare, Usage, Walk, Update and Cleanup.
-func TestLifecycle(t *testing.T) {
-	requireRoot(t)
-	ctx := context.Background()
-	sn := newSnapshotter(t)
-	cs := newStore(t)
-	d := NewDiffer(cs)
-
-	unpack := func(key, parent string, tarb []byte) {
-		t.Helper()
-		m, err := sn.Prepare(ctx, snapshots.UnpackKeyPrefix+"-"+key, parent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		applied, err := d.Apply(ctx, gzipBlob(t, cs, tarb), m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if applied.Size != int64(len(tarb)) || applied.MediaType != ocispec.MediaTypeImageLayer {
-			t.Fatalf("Apply = %+v, want the uncompressed tar (%d bytes)", applied, len(tarb))
-		}
-		if err := sn.Commit(ctx, key, snapshots.UnpackKeyPrefix+"-"+key); err != nil {
-			t.Fatal(err)
-		}
-	}
-	unpack("base", "", layerTar(t, file{"Files", "/"}, file{"Files/workload", "/"}, file{"Files/workload/workload.exe", "exe"}, file{"Files/old.txt", "old"}))
-	unpack("top", "base", layerTar(t, file{"Files/.wh.old.txt", ""}, file{"Files/top.txt", "top"}))
-
-	m, err := sn.Prepare(ctx, "ctr1", "top")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lm, _ := ParseMounts(m)
-	vol, err := wclayer.Mount(ctx, lm.Source, lm.Parents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wclayer.Unmount(ctx, lm.Source)
-	for _, f := range []string{"workload/workload.exe", "top.txt"} {
-		if _, err := os.Stat(filepath.Join(vol, f)); err != nil {
-			t.Fatalf("container does not see %s: %v", f, err)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(vol, "old.txt")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("whited-out old.txt visible: %v", err)
-	}
-	if err := os.WriteFile(filepath.Join(vol, "written.txt"), []byte("hello"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// A second container of the same image does not see the first one's writes.
-	m2, err := sn.Prepare(ctx, "ctr2", "top")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lm2, _ := ParseMounts(m2)
-	vol2, err := wclayer.Mount(ctx, lm2.Source, lm2.Parents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(vol2, "written.txt")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("ctr2 sees ctr1's write: %v", err)
-	}
-	if err := wclayer.Unmount(ctx, lm2.Source); err != nil {
-		t.Fatal(err)
-	}
-
-	for name, op := range map[string]func() error{
-		"Remove": func() error { return sn.Remove(ctx, "ctr1") },
-		"Commit": func() error { return sn.Commit(ctx, "committed", "ctr1") },
-		"Apply": func() error {
-			_, err := d.Apply(ctx, gzipBlob(t, cs, layerTar(t)), m)
-			return err
-		},
-	} {
-		if err := op(); !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), "in use by a container") {
-			t.Errorf("%s of a mounted snapshot = %v, want a failed-precondition error", name, err)
-		}
-	}
-
-	usage, err := sn.Usage(ctx, "ctr1")
-	// Files/ and written.txt: the mounted volume inside the folder is not counted.
-	if err != nil || usage.Size == 0 || usage.Inodes != 2 {
-		t.Fatalf("Usage = %+v, %v", usage, err)
-	}
-
-	// Compare of the container against its image, as `ctr snapshot diff` or a commit does.
-	lower, err := sn.View(ctx, "top-view", "top")
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := d.Compare(ctx, lower, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if desc.MediaType != ocispec.MediaTypeImageLayerGzip {
-		t.Fatalf("Compare media type %s", desc.MediaType)
-	}
-	ents := blobEntries(t, cs, desc)
-	if ents["Files/written.txt"] != "hello" || len(ents) > 2 { // Files/ itself and the new file
-		t.Fatalf("diff entries = %v", ents)
-	}
-	info, err := cs.Info(ctx, desc.Digest)
-	if err != nil || info.Labels[LabelUncompressed] == "" {
-		t.Fatalf("diff blob labels = %v, %v", info.Labels, err)
-	}
-	if _, err := d.Compare(ctx, m2, m); !errdefs.IsInvalidArgument(err) {
-		t.Fatalf("Compare against a non-parent = %v", err)
-	}
-
-	if err := wclayer.Unmount(ctx, lm.Source); err != nil {
-		t.Fatal(err)
-	}
-	if err := sn.Commit(ctx, "committed", "ctr1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(lm.Source, "work")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("commit left the overlay work folder: %v", err)
-	}
-	// A committed snapshot is compared through a view of it, as rootfs.CreateDiff does.
-	topView, err := sn.View(ctx, "committed-view", "committed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc2, err := d.Compare(ctx, lower, topView)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if desc2.Digest != desc.Digest {
-		t.Fatalf("diff of the committed layer %s differs from the diff of the active one %s", desc2.Digest, desc.Digest)
-	}
-	if err := sn.Remove(ctx, "committed-view"); err != nil {
-		t.Fatal(err)
-	}
-	if err := sn.Remove(ctx, "top"); !errdefs.IsFailedPrecondition(err) {
-		t.Fatalf("Remove of a parent = %v, want failed precondition", err)
-	}
-
-	upd, err := sn.Update(ctx, snapshots.Info{Name: "committed", Labels: map[string]string{"x": "y"}}, "labels.x")
-	if err != nil || upd.Labels["x"] != "y" {
-		t.Fatalf("Update = %+v, %v", upd, err)
-	}
-	var names []string
-	if err := sn.Walk(ctx, func(_ context.Context, i snapshots.Info) error {
-		names = append(names, i.Name)
-		return nil
-	}, "labels.x==y"); err != nil || !reflect.DeepEqual(names, []string{"committed"}) {
-		t.Fatalf("Walk with filter = %v, %v", names, err)
-	}
-
-	// Cleanup removes folders nobody owns and keeps the others.
-	orphan := filepath.Join(sn.Root(), "snapshots", "rm-99")
-	if err := os.MkdirAll(filepath.Join(orphan, "Files"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := sn.Cleanup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("Cleanup left %s", orphan)
-	}
-	if _, err := os.Stat(lm.Source); err != nil {
-		t.Fatalf("Cleanup removed a live snapshot: %v", err)
-	}
-	for _, k := range []string{"committed", "ctr2", "top-view", "top", "base"} {
-		if err := sn.Remove(ctx, k); err != nil {
-			t.Fatalf("Remove %s: %v", k, err)
-		}
-	}
-	ents2, _ := os.ReadDir(filepath.Join(sn.Root(), "snapshots"))
-	if len(ents2) != 0 {
-		t.Fatalf("snapshot folders left after removing all: %v", ents2)
-	}
 }
 
 func TestDifferNotImplemented(t *testing.T) {
@@ -438,5 +273,137 @@ func TestLeftoverFolder(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(leftover, "Files", "junk")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("leftover content kept: %v", err)
+	}
+}
+
+// TestMetadataRules checks the snapshot rules that hold whatever a layer folder holds:
+// what may be committed and removed and when, name clashes, missing parents, labels and
+// filters, Cleanup of folders no snapshot owns, and that removing everything leaves no folder.
+func TestMetadataRules(t *testing.T) {
+	ctx := context.Background()
+	sn := newSnapshotter(t)
+	if _, err := sn.Prepare(ctx, "base-active", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := sn.Commit(ctx, "base", "base-active"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sn.Prepare(ctx, "ctr", "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sn.View(ctx, "view", "base"); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		op   func() error
+		kind func(error) bool
+	}{
+		{"Commit of a view", func() error { return sn.Commit(ctx, "x", "view") }, errdefs.IsFailedPrecondition},
+		{"Commit of a committed snapshot", func() error { return sn.Commit(ctx, "x", "base") }, errdefs.IsFailedPrecondition},
+		{"Commit of a missing snapshot", func() error { return sn.Commit(ctx, "x", "missing") }, errdefs.IsNotFound},
+		{"Commit under a taken name", func() error {
+			if _, err := sn.Prepare(ctx, "clash", "base"); err != nil {
+				return err
+			}
+			return sn.Commit(ctx, "base", "clash")
+		}, errdefs.IsAlreadyExists},
+		{"Remove of a parent", func() error { return sn.Remove(ctx, "base") }, errdefs.IsFailedPrecondition},
+		{"Remove of a missing snapshot", func() error { return sn.Remove(ctx, "missing") }, errdefs.IsNotFound},
+		{"Prepare of a taken key", func() error { _, err := sn.Prepare(ctx, "ctr", "base"); return err }, errdefs.IsAlreadyExists},
+		{"Prepare over a missing parent", func() error { _, err := sn.Prepare(ctx, "y", "missing"); return err }, errdefs.IsNotFound},
+		{"Prepare over an active snapshot", func() error { _, err := sn.Prepare(ctx, "y", "ctr"); return err }, errdefs.IsInvalidArgument},
+		{"Stat of a missing snapshot", func() error { _, err := sn.Stat(ctx, "missing"); return err }, errdefs.IsNotFound},
+		{"Mounts of a committed snapshot", func() error { _, err := sn.Mounts(ctx, "base"); return err }, errdefs.IsFailedPrecondition},
+	} {
+		if err := tc.op(); !tc.kind(err) {
+			t.Errorf("%s = %v", tc.name, err)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	// A refused Prepare leaves nothing: no snapshot, no folder.
+	if _, err := sn.Stat(ctx, "y"); !errdefs.IsNotFound(err) {
+		t.Fatalf("refused Prepare left snapshot y: %v", err)
+	}
+
+	// While the storage filter is attached (a container runs), the snapshot can neither be
+	// committed, removed, nor have a layer applied to it.
+	t.Run("mounted", func(t *testing.T) {
+		requireRoot(t)
+		lm, err := ParseMounts(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wclayer.Mount(ctx, lm.Source, lm.Parents); err != nil {
+			t.Fatal(err)
+		}
+		defer wclayer.Unmount(ctx, lm.Source)
+		cs := newStore(t)
+		for name, op := range map[string]func() error{
+			"Remove": func() error { return sn.Remove(ctx, "ctr") },
+			"Commit": func() error { return sn.Commit(ctx, "committed", "ctr") },
+			"Apply": func() error {
+				_, err := NewDiffer(cs).Apply(ctx, gzipBlob(t, cs, layerTar(t)), m)
+				return err
+			},
+		} {
+			if err := op(); !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), "in use by a container") {
+				t.Errorf("%s of a mounted snapshot = %v, want a failed-precondition error", name, err)
+			}
+		}
+		if err := wclayer.Unmount(ctx, lm.Source); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sn.Stat(ctx, "ctr"); err != nil {
+			t.Fatalf("a refused Remove changed the snapshot: %v", err)
+		}
+	})
+
+	upd, err := sn.Update(ctx, snapshots.Info{Name: "ctr", Labels: map[string]string{"x": "y", "z": "w"}}, "labels.x")
+	if err != nil || upd.Labels["x"] != "y" || upd.Labels["z"] != "" {
+		t.Fatalf("Update of labels.x = %+v, %v; want only x set", upd, err)
+	}
+	var names []string
+	if err := sn.Walk(ctx, func(_ context.Context, i snapshots.Info) error {
+		names = append(names, i.Name)
+		return nil
+	}, "labels.x==y"); err != nil || !reflect.DeepEqual(names, []string{"ctr"}) {
+		t.Fatalf("Walk with filter = %v, %v", names, err)
+	}
+	names = nil
+	if err := sn.Walk(ctx, func(_ context.Context, i snapshots.Info) error {
+		names = append(names, i.Name)
+		return nil
+	}, "kind==committed"); err != nil || !reflect.DeepEqual(names, []string{"base"}) {
+		t.Fatalf("Walk of committed snapshots = %v, %v", names, err)
+	}
+
+	// Cleanup removes folders nobody owns (a Remove cut short, an old import) and keeps the
+	// snapshots' own.
+	root := filepath.Join(sn.Root(), "snapshots")
+	orphan := filepath.Join(root, "rm-99")
+	if err := os.MkdirAll(filepath.Join(orphan, "Files"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := sn.Cleanup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Cleanup left %s: %v", orphan, err)
+	}
+	if _, err := os.Stat(m[0].Source); err != nil {
+		t.Fatalf("Cleanup removed a live snapshot: %v", err)
+	}
+	for _, k := range []string{"ctr", "view", "clash", "base"} {
+		if err := sn.Remove(ctx, k); err != nil {
+			t.Fatalf("Remove %s: %v", k, err)
+		}
+	}
+	if ents, err := os.ReadDir(root); err != nil || len(ents) != 0 {
+		t.Fatalf("snapshot folders left after removing all: %v, %v", ents, err)
 	}
 }

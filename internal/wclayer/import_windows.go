@@ -169,6 +169,10 @@ func checkTar(ctx context.Context, r io.Reader, w io.Writer) error {
 	tw := tar.NewWriter(w)
 	// fold(name) -> whether the entry is a file a hard link may point to.
 	seen := map[string]bool{}
+	// fold(name) of the names this tar made something other than a directory (a file, a link,
+	// a whiteout): the emulator's importer refuses entries beneath them (importer.ensureDir),
+	// and beneath a symlink an entry would be written wherever the link points.
+	nondir := map[string]bool{}
 	last := ""
 	for {
 		if err := ctx.Err(); err != nil {
@@ -188,11 +192,12 @@ func checkTar(ctx context.Context, r io.Reader, w io.Writer) error {
 		if hdr.Typeflag == tar.TypeXGlobalHeader {
 			continue
 		}
-		key, linkable, err := checkEntry(hdr, seen)
+		key, linkable, err := checkEntry(hdr, seen, nondir)
 		if err != nil {
 			return fmt.Errorf("entry %q: %w", hdr.Name, err)
 		}
 		seen[key] = linkable
+		markNonDir(hdr, key, nondir)
 		if err := tw.WriteHeader(hdr); err != nil {
 			return fmt.Errorf("entry %q: re-encoding header: %w", hdr.Name, err)
 		}
@@ -207,7 +212,7 @@ func checkTar(ctx context.Context, r io.Reader, w io.Writer) error {
 
 // checkEntry applies the emulator importer's rules to one header and returns the entry's
 // case-folded name and whether a later hard link may target it.
-func checkEntry(hdr *tar.Header, seen map[string]bool) (string, bool, error) {
+func checkEntry(hdr *tar.Header, seen, nondir map[string]bool) (string, bool, error) {
 	switch hdr.Typeflag {
 	case tar.TypeReg, tar.TypeDir, tar.TypeSymlink, tar.TypeLink:
 	default:
@@ -216,6 +221,11 @@ func checkEntry(hdr *tar.Header, seen map[string]bool) (string, bool, error) {
 	segs, err := splitTarName(hdr.Name)
 	if err != nil {
 		return "", false, invalid("%v", err)
+	}
+	for i := 1; i < len(segs); i++ {
+		if p := strings.Join(segs[:i], "/"); nondir[fold(p)] {
+			return "", false, invalid("%q is not a directory", p)
+		}
 	}
 	if err := checkPAX(hdr); err != nil {
 		return "", false, invalid("%v", err)
@@ -263,6 +273,29 @@ func checkEntry(hdr *tar.Header, seen map[string]bool) (string, bool, error) {
 		return key, false, nil
 	default:
 		return key, true, nil
+	}
+}
+
+// markNonDir records in nondir whether the accepted entry hdr (case-folded name key) left a
+// non-directory at its name, as the emulator's importer would: a directory entry replaces
+// whatever the name held, a whiteout leaves one at the name it deletes (an opaque marker at
+// none), any other entry at its own name. Whiteout names are matched case-sensitively, as
+// checkEntry and the emulator match them.
+func markNonDir(hdr *tar.Header, key string, nondir map[string]bool) {
+	segs, err := splitTarName(hdr.Name)
+	if err != nil {
+		return // checkEntry accepted the name, so this does not happen
+	}
+	base := segs[len(segs)-1]
+	switch {
+	case hdr.Typeflag == tar.TypeDir:
+		delete(nondir, key)
+	case base == whiteoutOpaque:
+	case strings.HasPrefix(base, whiteoutPrefix):
+		segs[len(segs)-1] = strings.TrimPrefix(base, whiteoutPrefix)
+		nondir[fold(strings.Join(segs, "/"))] = true
+	default:
+		nondir[key] = true
 	}
 }
 

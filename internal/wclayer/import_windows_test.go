@@ -33,7 +33,7 @@ type fakeAPI struct {
 	transient int      // ActivateLayer fails with ERROR_NOT_READY this many times
 }
 
-func newFake(t *testing.T) *fakeAPI {
+func newFake(t testing.TB) *fakeAPI {
 	f := &fakeAPI{active: map[string]bool{}, prepared: map[string]bool{}}
 	t.Cleanup(SetLayerAPI(f))
 	return f
@@ -227,6 +227,13 @@ func TestCheckTarRefuses(t *testing.T) {
 		{"hard link to itself", []*tar.Header{{Name: "Files/h", Typeflag: tar.TypeLink, Linkname: "Files/H"}}, "Files/h"},
 		{"hard link out", []*tar.Header{{Name: "Files/h", Typeflag: tar.TypeLink, Linkname: "../etc/passwd"}}, "Files/h"},
 		{"empty whiteout", []*tar.Header{reg("Files/.wh.")}, "Files/.wh."},
+		// The emulator's importer refuses an entry beneath a non-directory (importer.ensureDir);
+		// beneath a symlink it would be written wherever the link points.
+		{"write through a symlink", []*tar.Header{{Name: "Files/l", Typeflag: tar.TypeSymlink, Linkname: `C:\`}, reg("Files/l/evil")}, "Files/l/evil"},
+		{"write through a symlink in another case", []*tar.Header{{Name: "Files/l", Typeflag: tar.TypeSymlink, Linkname: `C:\`}, reg("Files/L/evil")}, "Files/L/evil"},
+		{"write under a file", []*tar.Header{reg("Files/f"), dir("Files/f/d")}, "Files/f/d"},
+		{"write under a hard link", []*tar.Header{{Name: "Files/h", Typeflag: tar.TypeLink, Linkname: "Files/ok"}, reg("Files/h/x")}, "Files/h/x"},
+		{"write under a whiteout", []*tar.Header{reg("Files/.wh.w"), reg("Files/w/x")}, "Files/w/x"},
 		// archive/tar's writer drops GNU.sparse.* records: this one is renamed into one afterwards.
 		{"sparse", []*tar.Header{{Name: "Files/s", Typeflag: tar.TypeReg, PAXRecords: map[string]string{"MSWINDOWS.XXXXXX": "1"}}}, "Files/s"},
 		{"oversized record", []*tar.Header{{Name: "Files/big", Typeflag: tar.TypeReg, PAXRecords: map[string]string{PAXRawSD: strings.Repeat("A", maxPAXValue+1)}}}, "Files/big"},
@@ -256,6 +263,49 @@ func TestCheckTarRefuses(t *testing.T) {
 				if h.Name == tc.bad && h.Typeflag == badType {
 					t.Fatalf("refused entry %q was passed on", tc.bad)
 				}
+			}
+		})
+	}
+}
+
+// TestCheckTarAccepts: sequences the emulator's importer accepts pass the checker too: a later
+// directory entry replaces a file or a link of the same name, an opaque marker leaves its
+// directory a directory, and whiteout names are matched case-sensitively (".WH.x" is a file).
+func TestCheckTarAccepts(t *testing.T) {
+	tests := []struct {
+		name string
+		hdrs []*tar.Header
+	}{
+		{"directory replaces a file", []*tar.Header{reg("Files/x"), dir("Files/x"), reg("Files/x/y")}},
+		{"directory replaces a symlink", []*tar.Header{{Name: "Files/l", Typeflag: tar.TypeSymlink, Linkname: `C:\`}, dir("Files/l"), reg("Files/l/f")}},
+		{"opaque directory", []*tar.Header{dir("Files/d"), reg("Files/d/.wh..wh..opq"), reg("Files/d/new")}},
+		{"not a whiteout", []*tar.Header{reg("Files/.WH.x"), reg("Files/x/y")}},
+		{"deeper entries", []*tar.Header{reg("Files/a/b/c"), reg("Files/a/b/d"), reg("Files/a/e")}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := checkTar(context.Background(), bytes.NewReader(tarOf(t, tc.hdrs...)), &out); err != nil {
+				t.Fatalf("checkTar = %v", err)
+			}
+			var got []string
+			tr := tar.NewReader(&out)
+			for {
+				h, err := tr.Next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, h.Name)
+			}
+			var want []string
+			for _, h := range tc.hdrs {
+				want = append(want, h.Name)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("checkTar passed on %v, want %v", got, want)
 			}
 		})
 	}

@@ -13,7 +13,9 @@ import (
 // FuzzImport feeds arbitrary bytes to ImportLayer. Whatever the input, the importer must not
 // panic, must write nothing outside the layer folder, and must leave either the whole layer or
 // nothing; a layer it accepted must export, and the export must import and export again to
-// the same entries. Seeds: testdata/fuzz/FuzzImport and the fixtures below.
+// the same entries. Seeds: testdata/fuzz/FuzzImport and the fixtures below. It fuzzes the
+// emulator's importer and on-disk format, which exist only under Linux; on Windows ociwclayer
+// imports, behind the checker that TestCheckTarRefuses covers.
 func FuzzImport(f *testing.F) {
 	requireRoot(f)
 	f.Add(winTar(f, baseEntries()))

@@ -1,0 +1,56 @@
+package snapshot
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/openhcs/runhcs/internal/wclayer"
+)
+
+// requireRoot skips tests that import or mount layers (trusted.* xattrs, whiteout device
+// nodes, overlayfs) when not root, unless CI=true, where they must run.
+func requireRoot(tb testing.TB) {
+	tb.Helper()
+	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
+		tb.Skip("needs root (trusted.* xattrs, mknod, mount)")
+	}
+}
+
+// testListener is where TestGRPC serves: a unix socket, as containerd's proxy_plugins reach the
+// snapshotter on Linux. It returns the listener and the gRPC target that dials it.
+func testListener(t *testing.T) (net.Listener, string) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "wcow.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, "unix://" + sock
+}
+
+// makeUVMBase gives the committed base layer folder base what a utility VM scratch needs: under
+// the emulator, a UtilityVM folder with its Files.
+func makeUVMBase(t *testing.T, base string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(base, wclayer.UtilityVMDir, wclayer.FilesDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkUVMScratch checks the utility VM scratch of the snapshot folder dir over the base layer
+// folder base: under the emulator a scratch layer vm/ (an empty Files/, the overlayfs upper
+// directory) over the base layer's UtilityVM folder.
+func checkUVMScratch(t *testing.T, dir, base string) {
+	t.Helper()
+	vm := filepath.Join(dir, UVMScratchDir)
+	if fi, err := os.Stat(wclayer.FilesPath(vm)); err != nil || !fi.IsDir() {
+		t.Fatalf("no utility VM scratch folder %s: %v", wclayer.FilesPath(vm), err)
+	}
+	chain, err := wclayer.ReadLayerChain(vm)
+	if want := []string{filepath.Join(base, wclayer.UtilityVMDir)}; err != nil || !reflect.DeepEqual(chain, want) {
+		t.Fatalf("utility VM scratch's layer chain = %v, %v; want %v", chain, err, want)
+	}
+}
