@@ -5,8 +5,9 @@
 #
 #   hack/wine/test.sh [PACKAGE…]      default: every package with Windows code
 #
-# As root it also runs hcsemu behind hack/wine/hcsemutcp, so that the internal/hcs contract suite drives the
-# emulator through the real computecore bindings and the stand-in computecore.dll.
+# As root it also runs hcsemu with a loopback TCP listener (--tcp-address), so that the
+# internal/hcs contract suite drives the emulator through the real computecore bindings and the
+# stand-in computecore.dll.
 #
 # Environment: RUNHCS_WINE_TEST_TIMEOUT (go test -timeout per package, default 3m: a
 # package runs in seconds under Wine, and a hang must not cost more), RUNHCS_WINE_RUN and
@@ -23,13 +24,13 @@ source "${ROOT}/hack/wine/lib.sh"
 bash "${ROOT}/hack/wine/setup.sh" || exit 1
 
 # The emulator, for tests that go through the real bindings and the stand-in computecore.dll
-# (the internal/hcs contract suite): hcsemu on a temporary unix socket, hack/wine/hcsemutcp serving it on a
-# loopback port, and a test image folder with the Linux workload (hcsemu runs processes on
-# Linux). It needs root, like hcsemu; without root those tests skip (fail in CI).
+# (the internal/hcs contract suite): hcsemu on a temporary unix socket and on a loopback port of
+# its choosing (which it writes to tcp-address once ready), and a test image folder with the
+# Linux workload (hcsemu runs processes on Linux). It needs root, like hcsemu; without root
+# those tests skip (fail in CI).
 emu_dir=""
 stop_emulator() {
 	[[ -n "${emu_dir}" ]] || return 0
-	[[ -n "${bridge_pid:-}" ]] && kill "${bridge_pid}" 2>/dev/null && wait "${bridge_pid}" 2>/dev/null
 	if [[ -n "${hcsemu_pid:-}" ]]; then
 		kill -INT "${hcsemu_pid}" 2>/dev/null
 		for _ in $(seq 100); do kill -0 "${hcsemu_pid}" 2>/dev/null || break; sleep 0.1; done
@@ -42,30 +43,28 @@ stop_emulator() {
 start_emulator() {
 	emu_dir="$(mktemp -d /tmp/runhcs-wine-emu.XXXXXX)"
 	CGO_ENABLED=0 go build -o "${emu_dir}/hcsemu" ./cmd/hcsemu &&
-		CGO_ENABLED=0 go build -o "${emu_dir}/hcsemutcp" ./hack/wine/hcsemutcp &&
 		mkdir -p "${emu_dir}/image/workload" "${emu_dir}/image/Windows/System32" &&
 		CGO_ENABLED=0 go build -o "${emu_dir}/image/workload/workload.exe" ./test/workload &&
 		cp "${emu_dir}/image/workload/workload.exe" "${emu_dir}/image/Windows/System32/workload.exe" || return 1
-	"${emu_dir}/hcsemu" --address "${emu_dir}/hcsemu.sock" --root "${emu_dir}/state" >"${emu_dir}/hcsemu.log" 2>&1 &
+	"${emu_dir}/hcsemu" --address "${emu_dir}/hcsemu.sock" --root "${emu_dir}/state" \
+		--tcp-address 127.0.0.1:0 --tcp-address-file "${emu_dir}/tcp-address" >"${emu_dir}/hcsemu.log" 2>&1 &
 	hcsemu_pid=$!
-	"${emu_dir}/hcsemutcp" --listen 127.0.0.1:0 --hcsemu "${emu_dir}/hcsemu.sock" \
-		--address-file "${emu_dir}/tcp-address" >"${emu_dir}/hcsemutcp.log" 2>&1 &
-	bridge_pid=$!
+	# hcsemu writes the address file last, once it serves both transports.
 	for _ in $(seq 300); do
-		[[ -S "${emu_dir}/hcsemu.sock" && -s "${emu_dir}/tcp-address" ]] && break
-		kill -0 "${hcsemu_pid}" 2>/dev/null && kill -0 "${bridge_pid}" 2>/dev/null || break
+		[[ -s "${emu_dir}/tcp-address" ]] && break
+		kill -0 "${hcsemu_pid}" 2>/dev/null || break
 		sleep 0.1
 	done
-	if [[ ! -S "${emu_dir}/hcsemu.sock" || ! -s "${emu_dir}/tcp-address" ]]; then
+	if [[ ! -s "${emu_dir}/tcp-address" ]]; then
 		echo "test-windows: the emulator did not start; hcsemu's log:" >&2
-		cat "${emu_dir}/hcsemu.log" "${emu_dir}/hcsemutcp.log" >&2
+		cat "${emu_dir}/hcsemu.log" >&2
 		return 1
 	fi
 	# Wine passes the environment on to the Windows test binaries.
 	export HCSEMU_TCP_ADDRESS RUNHCS_WINE_IMAGE
 	HCSEMU_TCP_ADDRESS="$(cat "${emu_dir}/tcp-address")"
 	RUNHCS_WINE_IMAGE="${emu_dir}/image"
-	echo "test-windows: hcsemu serving on ${HCSEMU_TCP_ADDRESS} (through hack/wine/hcsemutcp)" >&2
+	echo "test-windows: hcsemu serving on ${HCSEMU_TCP_ADDRESS}" >&2
 }
 trap stop_emulator EXIT
 trap 'exit 130' INT TERM

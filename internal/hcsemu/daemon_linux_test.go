@@ -83,11 +83,15 @@ func newVolume(t *testing.T) string {
 }
 
 type testDaemon struct {
-	addr   string
-	engine *Engine
-	stop   func()
+	addr    string // the unix socket
+	tcpAddr string // the loopback TCP address the same server serves
+	engine  *Engine
+	srv     *Server
+	stop    func()
 }
 
+// startDaemon serves a new engine on a unix socket and on loopback TCP, as
+// `hcsemu --tcp-address 127.0.0.1:0` does.
 func startDaemon(t *testing.T) *testDaemon {
 	t.Helper()
 	requireRoot(t)
@@ -102,14 +106,26 @@ func startDaemon(t *testing.T) *testDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- NewServer(e).Serve(ctx, ln) }()
+	tln, err := ListenTCP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(e)
+	done := make(chan error, 2)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	go func() { done <- srv.ServeTCP(ctx, tln) }()
 	var once sync.Once
-	d := &testDaemon{addr: addr, engine: e}
+	d := &testDaemon{addr: addr, tcpAddr: tln.Addr().String(), engine: e, srv: srv}
 	d.stop = func() {
 		once.Do(func() {
 			ln.Close()
-			<-done
+			tln.Close()
+			for range 2 {
+				if err := <-done; err != nil {
+					t.Errorf("serve: %v", err)
+				}
+			}
+			srv.stdio.close()
 			if err := e.Close(context.Background()); err != nil {
 				t.Errorf("engine close: %v", err)
 			}

@@ -23,6 +23,6 @@ const DefaultOSVersion = "10.0.20348.1"
 
 // Run fails: the emulator needs Linux (chroot, cgroup v1, overlayfs). On Windows the real HCS
 // is there to use.
-func Run(ctx context.Context, cfg Config, address string) error {
+func Run(ctx context.Context, cfg Config, addrs Addresses) error {
 	return fmt.Errorf("the HCS emulator runs on Linux only: %w", errdefs.ErrNotImplemented)
 }

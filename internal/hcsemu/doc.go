@@ -1,6 +1,7 @@
 // Package hcsemu is an emulator of the Host Compute Service (vmcompute) for Linux: the engine
 // that keeps compute systems and processes with HCS's documents, states, notifications and
-// HRESULTs, and the server that serves it on a unix socket (cmd/hcsemu is the daemon). Its
+// HRESULTs, and the server that serves it on a unix socket and, optionally, on loopback TCP for
+// the stand-in computecore.dll under Wine (cmd/hcsemu is the daemon). Its
 // client, the non-Windows computecore.API, lives in internal/computecore (emulator_unix.go);
 // the protocol between them is the leaf package internal/hcsemu/wire.
 //
@@ -21,6 +22,9 @@
 //     (freezer), statistics and killing; processes are forked from one locked thread inside the
 //     groups, with Pdeathsig, so they die with the daemon.
 //   - server_linux.go: connections, concurrent requests, per-connection event queues; Run.
+//   - tcp_linux.go, listen.go: the loopback TCP transport (--tcp-address): the same handler,
+//     with a process's stdio kept under a token for the client's AttachStdio connections
+//     instead of sent as descriptors; only loopback addresses are served.
 //
 // Like vmcompute, the daemon keeps systems alive across the death of the client that made them:
 // any client can open one by id. A stopped system is forgotten when its last handle closes. If

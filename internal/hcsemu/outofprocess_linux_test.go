@@ -5,17 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
 // TestHelperClient is not a test: TestDaemonOutOfProcess runs the test binary again with
@@ -51,11 +54,7 @@ func TestHelperClient(t *testing.T) {
 func TestDaemonOutOfProcess(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "hcsemu")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/hcsemu")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build hcsemu: %v\n%s", err, out)
-	}
+	bin := buildHcsemu(t)
 	addr := filepath.Join(dir, "run", "hcsemu.sock")
 	daemon := exec.Command(bin, "--address", addr, "--root", filepath.Join(dir, "root"), "--os-version", "10.0.17763.1", "--log-level", "debug")
 	daemonLog, _ := os.Create(filepath.Join(dir, "hcsemu.log"))
@@ -176,8 +175,10 @@ func TestDaemonOutOfProcess(t *testing.T) {
 	}
 
 	// A new daemon on the same root and address replaces the stale socket and ends what the
-	// killed one left in its cgroups.
-	daemon2 := exec.Command(bin, "--address", addr, "--root", filepath.Join(dir, "root"))
+	// killed one left in its cgroups. It also serves loopback TCP on a port of its choosing,
+	// and says which in the address file once it is ready.
+	addrFile := filepath.Join(dir, "tcp-address")
+	daemon2 := exec.Command(bin, "--address", addr, "--root", filepath.Join(dir, "root"), "--tcp-address", "127.0.0.1:0", "--tcp-address-file", addrFile)
 	daemon2.Stdout, daemon2.Stderr = daemonLog, daemonLog
 	if err := daemon2.Start(); err != nil {
 		t.Fatal(err)
@@ -197,6 +198,21 @@ func TestDaemonOutOfProcess(t *testing.T) {
 		t.Errorf("a new daemon knows systems: %s", doc)
 	}
 	c2.Close()
+	var tcpAddr []byte
+	for deadline := time.Now().Add(10 * time.Second); len(tcpAddr) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon wrote no --tcp-address-file within 10s")
+		}
+		tcpAddr, _ = os.ReadFile(addrFile)
+	}
+	if host, port, err := net.SplitHostPort(string(tcpAddr)); err != nil || host != "127.0.0.1" || port == "0" {
+		t.Errorf("--tcp-address-file holds %q: want 127.0.0.1 and the port chosen", tcpAddr)
+	}
+	tc := dialTCP(t, string(tcpAddr))
+	if f := tc.call(wire.MethodEnumerateComputeSystems, wire.QueryArgs{}); f.HResult != 0 || f.Result != "[]" {
+		t.Errorf("enumerate over TCP: hresult %#x, %s", f.HResult, f.Result)
+	}
+	tc.c.Close()
 	// SIGTERM: the daemon terminates everything and exits 0.
 	daemon2.Process.Signal(syscall.SIGTERM)
 	if err := daemon2.Wait(); err != nil {
@@ -204,5 +220,65 @@ func TestDaemonOutOfProcess(t *testing.T) {
 	}
 	if _, err := os.Stat(addr); err == nil {
 		t.Error("the socket is still there after the daemon exited")
+	}
+	if _, err := os.Stat(addrFile); err == nil {
+		t.Error("the TCP address file is still there after the daemon exited")
+	}
+}
+
+var (
+	hcsemuOnce sync.Once
+	hcsemuPath string
+	hcsemuErr  error
+)
+
+// buildHcsemu builds cmd/hcsemu once per test binary.
+func buildHcsemu(t *testing.T) string {
+	t.Helper()
+	hcsemuOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hcsemu-bin-")
+		if err != nil {
+			hcsemuErr = err
+			return
+		}
+		hcsemuPath = filepath.Join(dir, "hcsemu")
+		if out, err := exec.Command("go", "build", "-o", hcsemuPath, "../../cmd/hcsemu").CombinedOutput(); err != nil {
+			hcsemuErr = fmt.Errorf("build hcsemu: %v\n%s", err, out)
+		}
+	})
+	if hcsemuErr != nil {
+		t.Fatal(hcsemuErr)
+	}
+	return hcsemuPath
+}
+
+// TestDaemonFlags: bad listening flags stop the daemon before it touches anything, with exit
+// status 2 and a message naming the flag and value.
+func TestDaemonFlags(t *testing.T) {
+	bin := buildHcsemu(t)
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"non-loopback", []string{"--tcp-address", "0.0.0.0:9345"}, `--tcp-address "0.0.0.0:9345": "0.0.0.0" is not a loopback IP address`},
+		{"host name", []string{"--tcp-address", "localhost:0"}, `--tcp-address "localhost:0"`},
+		{"no port", []string{"--tcp-address", "127.0.0.1"}, `--tcp-address "127.0.0.1"`},
+		{"address file alone", []string{"--tcp-address-file", filepath.Join(dir, "a")}, "--tcp-address-file " + strconv.Quote(filepath.Join(dir, "a")) + " needs --tcp-address"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--address", filepath.Join(dir, "hcsemu.sock"), "--root", filepath.Join(dir, "root")}, tc.args...)
+			cmd := exec.Command(bin, args...)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+				t.Errorf("hcsemu %q: %v, output %q; want exit status 2 and %q", args, err, out, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "root")); err == nil {
+				t.Error("the daemon made its root before refusing its flags")
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,20 +20,21 @@ import (
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
-// Server serves an Engine to clients on a unix socket, one connection per client process.
-// Requests on a connection run concurrently; responses and events go out through one queue
-// per connection that never blocks the engine.
+// Server serves an Engine to clients, one connection per client process: on a unix socket
+// (Serve), where a process's stdio travels as descriptors, and on loopback TCP (ServeTCP),
+// where it travels over stdio connections named by a token (tcp_linux.go). Both serve the same
+// requests with the same handler. Requests on a connection run concurrently; responses and
+// events go out through one queue per connection that never blocks the engine.
 type Server struct {
 	e *Engine
-
-	mu    sync.Mutex
-	conns map[*conn]struct{}
-	wg    sync.WaitGroup
+	// stdio holds the streams of processes created on TCP connections until their
+	// AttachStdio connections take them.
+	stdio *stdioTable
 }
 
 // NewServer returns a server of e.
 func NewServer(e *Engine) *Server {
-	return &Server{e: e, conns: map[*conn]struct{}{}}
+	return &Server{e: e, stdio: newStdioTable(AttachTimeout)}
 }
 
 // Listen creates the socket at address: its folder is created, and a socket file nobody
@@ -64,18 +66,23 @@ func Listen(address string) (*net.UnixListener, error) {
 	return ln, nil
 }
 
-// Serve accepts connections until ln is closed, then closes them all and returns.
+// Serve accepts unix connections until ln is closed, then closes them all and returns.
 func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
-	defer func() {
-		s.mu.Lock()
-		for c := range s.conns {
-			c.wc.Close()
-		}
-		s.mu.Unlock()
-		s.wg.Wait()
-	}()
+	return s.serve(ctx, func() (net.Conn, error) { return ln.AcceptUnix() }, func(ctx context.Context, _ *group, nc net.Conn) {
+		s.runConn(ctx, &unixTransport{wc: wire.NewConn(nc.(*net.UnixConn))}, nil)
+	})
+}
+
+// serve accepts connections until accept fails for good, handing each to handle on a
+// goroutine of its own; then it closes every connection it accepted (and whatever their
+// handlers tracked in the group) and waits for the handlers to return.
+func (s *Server) serve(ctx context.Context, accept func() (net.Conn, error), handle func(context.Context, *group, net.Conn)) error {
+	g := &group{closers: map[io.Closer]struct{}{}}
+	defer g.closeAndWait()
+	// A connection is not cancelled with ctx: it ends when its client goes or this loop ends.
+	cctx := log.WithLogger(context.WithoutCancel(ctx), log.G(ctx))
 	for {
-		uc, err := ln.AcceptUnix()
+		nc, err := accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
@@ -86,24 +93,98 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 			}
 			return err
 		}
-		c := &conn{srv: s, wc: wire.NewConn(uc), reqs: map[uint64]context.CancelFunc{}}
-		c.cond = sync.NewCond(&c.mu)
-		c.ctx, c.cancel = context.WithCancel(log.WithLogger(context.WithoutCancel(ctx), log.G(ctx)))
-		s.mu.Lock()
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
-		s.wg.Add(2)
-		go c.writeLoop()
-		go c.readLoop()
+		untrack := g.track(nc)
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			defer untrack()
+			handle(cctx, g, nc)
+		}()
 	}
 }
+
+// group is what one serve loop accepted: connections and the files their handlers relay,
+// closed together when the loop ends so that no handler outlives it.
+type group struct {
+	wg sync.WaitGroup
+
+	mu      sync.Mutex
+	closers map[io.Closer]struct{}
+	closed  bool
+}
+
+// track adds c to the things closed at the end of the loop (at once if it has ended); untrack
+// removes it again, for a c its owner closes itself.
+func (g *group) track(c io.Closer) (untrack func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		c.Close()
+		return func() {}
+	}
+	g.closers[c] = struct{}{}
+	return func() {
+		g.mu.Lock()
+		delete(g.closers, c)
+		g.mu.Unlock()
+	}
+}
+
+func (g *group) closeAndWait() {
+	g.mu.Lock()
+	g.closed = true
+	for c := range g.closers {
+		c.Close()
+	}
+	g.closers = nil
+	g.mu.Unlock()
+	g.wg.Wait()
+}
+
+// transport carries one connection's frames: a unix socket with descriptors, or a byte stream
+// on which files cannot travel.
+type transport interface {
+	// receive returns the client's next frame (clients send no descriptors).
+	receive() (*wire.Frame, error)
+	// send writes a frame with files attached; the caller closes the files afterwards. Only
+	// one goroutine sends.
+	send(f *wire.Frame, files []*os.File) error
+	// close ends the connection; a receive under way fails. Safe to call more than once.
+	close() error
+}
+
+// unixTransport is a connection on the unix socket: files travel as SCM_RIGHTS.
+type unixTransport struct {
+	wc *wire.Conn
+}
+
+func (t *unixTransport) receive() (*wire.Frame, error) {
+	f, fds, err := t.wc.Receive()
+	for _, fd := range fds {
+		syscall.Close(fd) // clients send none
+	}
+	return f, err
+}
+
+func (t *unixTransport) send(f *wire.Frame, files []*os.File) error {
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	return t.wc.Send(f, fds...)
+}
+
+func (t *unixTransport) close() error { return t.wc.Close() }
 
 // conn is one client connection; it is the engine's Subscriber for the handles it holds.
 type conn struct {
 	srv    *Server
-	wc     *wire.Conn
+	t      transport
 	ctx    context.Context
 	cancel context.CancelFunc
+	// stdio, on a transport that cannot carry files, is where a response's files wait for
+	// their AttachStdio connections; the response carries their token instead.
+	stdio *stdioTable
 
 	handlers sync.WaitGroup
 
@@ -117,6 +198,20 @@ type conn struct {
 type outFrame struct {
 	f     *wire.Frame
 	files []*os.File // sent with the frame, then closed
+}
+
+// runConn serves one connection until it ends, then releases the handles it held.
+func (s *Server) runConn(ctx context.Context, t transport, stdio *stdioTable) {
+	c := &conn{srv: s, t: t, stdio: stdio, reqs: map[uint64]context.CancelFunc{}}
+	c.cond = sync.NewCond(&c.mu)
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		c.writeLoop()
+	}()
+	c.readLoop()
+	<-written
 }
 
 // Notify implements Subscriber.
@@ -138,7 +233,6 @@ func (c *conn) enqueue(f *wire.Frame, files []*os.File) {
 }
 
 func (c *conn) writeLoop() {
-	defer c.srv.wg.Done()
 	for {
 		c.mu.Lock()
 		for len(c.queue) == 0 && !c.closed {
@@ -157,28 +251,20 @@ func (c *conn) writeLoop() {
 		o := c.queue[0]
 		c.queue = c.queue[1:]
 		c.mu.Unlock()
-		fds := make([]int, len(o.files))
-		for i, f := range o.files {
-			fds[i] = int(f.Fd())
-		}
-		err := c.wc.Send(o.f, fds...)
+		err := c.t.send(o.f, o.files)
 		for _, f := range o.files {
 			f.Close()
 		}
 		if err != nil {
 			log.G(c.ctx).WithError(err).Debug("hcsemu: write to client failed")
-			c.wc.Close() // the reader ends and cleans up
+			c.t.close() // the reader ends and cleans up
 		}
 	}
 }
 
 func (c *conn) readLoop() {
-	defer c.srv.wg.Done()
 	for {
-		f, fds, err := c.wc.Receive()
-		for _, fd := range fds {
-			syscall.Close(fd) // clients send none
-		}
+		f, err := c.t.receive()
 		if err != nil {
 			break
 		}
@@ -217,10 +303,7 @@ func (c *conn) readLoop() {
 	c.closed = true
 	c.cond.Signal()
 	c.mu.Unlock()
-	c.wc.Close()
-	c.srv.mu.Lock()
-	delete(c.srv.conns, c)
-	c.srv.mu.Unlock()
+	c.t.close()
 }
 
 // handle runs one request and builds its response.
@@ -328,6 +411,27 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 		return out, nil
 	}
 	out.Result = result
+	if len(files) > 0 && c.stdio != nil {
+		// This transport cannot carry the files: they wait under a token for the client's
+		// AttachStdio connections, and the reply names the token instead.
+		pr, ok := reply.(wire.ProcessReply)
+		if !ok {
+			for _, f := range files {
+				f.Close()
+			}
+			he := &Error{HResult: computecore.E_FAIL, Message: fmt.Sprintf("%s: a reply of type %T cannot carry stdio", f.Method, reply)}
+			out.HResult, out.Result = uint32(he.HResult), resultError(he)
+			return out, nil
+		}
+		token, terr := c.stdio.add(ctx, pr, files)
+		if terr != nil {
+			he := AsError(terr)
+			out.HResult, out.Result = uint32(he.HResult), resultError(he)
+			return out, nil
+		}
+		pr.StdioToken = token
+		reply, files = pr, nil
+	}
 	if reply != nil {
 		b, merr := json.Marshal(reply)
 		if merr != nil {
@@ -357,33 +461,84 @@ func resultError(e *Error) string {
 	return string(b)
 }
 
-// Run is the daemon: an engine served at address until ctx is done, then every system is
-// terminated and the socket removed.
-func Run(ctx context.Context, cfg Config, address string) error {
+// Run is the daemon: an engine served at addrs until ctx is done, then every system is
+// terminated and the socket (and the TCP address file) removed.
+func Run(ctx context.Context, cfg Config, addrs Addresses) error {
+	if err := addrs.validate(); err != nil {
+		return err
+	}
 	// The socket first: a second daemon on the same address stops here, before its engine
 	// touches anything.
-	ln, err := Listen(address)
+	ln, err := Listen(addrs.Unix)
 	if err != nil {
 		return err
+	}
+	var tln net.Listener
+	if addrs.TCP != "" {
+		if tln, err = ListenTCP(addrs.TCP); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	closeListeners := func() {
+		ln.Close()
+		if tln != nil {
+			tln.Close()
+		}
 	}
 	e, err := NewEngine(ctx, cfg)
 	if err != nil {
-		ln.Close()
+		closeListeners()
 		return err
 	}
-	log.G(ctx).WithFields(log.Fields{"address": address, "root": e.cfg.Root, "osVersion": e.cfg.OSVersion}).Info("hcsemu: serving")
-	srv := NewServer(e)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	select {
-	case <-ctx.Done():
-		ln.Close()
-		err = <-done
-	case err = <-done:
-		ln.Close()
+	fields := log.Fields{"address": addrs.Unix, "root": e.cfg.Root, "osVersion": e.cfg.OSVersion}
+	if tln != nil {
+		fields["tcpAddress"] = tln.Addr().String()
 	}
+	srv := NewServer(e)
+	serving := 1
+	done := make(chan error, 2)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	if tln != nil {
+		serving++
+		go func() { done <- srv.ServeTCP(ctx, tln) }()
+	}
+	// The address file last: it tells whoever waits for it that the daemon is ready.
+	if addrs.TCPFile != "" {
+		err = writeFileAtomic(addrs.TCPFile, tln.Addr().String())
+	}
+	if err == nil {
+		log.G(ctx).WithFields(fields).Info("hcsemu: serving")
+		select {
+		case <-ctx.Done():
+		case err = <-done:
+			serving--
+		}
+	}
+	closeListeners()
+	for ; serving > 0; serving-- {
+		err = errors.Join(err, <-done)
+	}
+	srv.stdio.close()
 	log.G(ctx).Info("hcsemu: shutting down: terminating every compute system")
 	cerr := e.Close(context.WithoutCancel(ctx))
-	os.Remove(address)
+	os.Remove(addrs.Unix)
+	if addrs.TCPFile != "" {
+		os.Remove(addrs.TCPFile)
+	}
 	return errors.Join(err, cerr)
+}
+
+// writeFileAtomic writes content to path through a temporary file and a rename, so that a
+// reader never sees it half written.
+func writeFileAtomic(path, content string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return fmt.Errorf("--tcp-address-file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("--tcp-address-file: %w", err)
+	}
+	return nil
 }

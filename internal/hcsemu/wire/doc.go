@@ -14,6 +14,18 @@
 // descriptors received so far. The daemon also pushes unsolicited event frames (id 0, Event set)
 // to the connections that hold a handle on the system or process concerned.
 //
+// A second transport, loopback TCP (hcsemu --tcp-address), serves clients that cannot receive
+// descriptors: the stand-in computecore.dll that Windows programs load under Wine
+// (hack/wine/computecore). Its frames are the same, with FDs always 0 (WriteFrame, ReadFrame);
+// a connection's first frame decides what it is. A reply whose process has stdio carries
+// ProcessReply.StdioToken, an unguessable single-use string, instead of descriptors, and the
+// client opens one more connection per stream whose first and only frame is MethodAttachStdio
+// with AttachStdioArgs{token, slot}; the connection then carries that stream's raw bytes: stdin
+// from the client (its half-close is the end of the process's input), stdout and stderr to it
+// (the daemon closes the connection at the stream's end of file). With a console, slots 0 and
+// 1 are both the pseudo console master. Streams not attached within 30 s are closed. The whole
+// protocol, as the DLL uses it, is in hack/wine/README.md.
+//
 // Handles live on the client. On the wire a compute system is named by its id and its instance,
 // a number the daemon gives each system it creates, so that a handle on a system that was
 // removed never reaches a later system with the same id.

@@ -40,6 +40,11 @@ const (
 	MethodCancel                     = "Cancel"
 )
 
+// MethodAttachStdio is the first and only frame of a stdio connection on the TCP transport
+// (see doc.go): it names the stream by its reply's StdioToken and its slot, and the daemon
+// sends no response. It is not a request of a control connection.
+const MethodAttachStdio = "AttachStdio"
+
 // Frame is every message on the socket. A request has ID, Method and Args. A response has the
 // request's ID, HResult (0 for success), Result (the HCS result document: on failure the
 // ResultError document), Reply (method-specific, see the …Reply types) and FDs. An event has ID
@@ -116,12 +121,24 @@ const (
 // streams have a descriptor attached, in slot order; Console says the stdin and stdout slots are
 // one pseudo console master, sent once (the client duplicates it). When the process has already
 // exited, ExitStatus is its exit document (a schema2.ProcessExitedEventData).
+//
+// On the TCP transport no descriptors are attached: StdioToken names the streams instead, for
+// the client's AttachStdio connections (one per slot whose Stdio entry is true; with Console,
+// slots 0 and 1 are both the pseudo console master).
 type ProcessReply struct {
 	PID        uint32  `json:"pid"`
 	Stdio      [3]bool `json:"stdio,omitzero"`
 	Console    bool    `json:"console,omitempty"`
 	Exited     bool    `json:"exited,omitempty"`
 	ExitStatus string  `json:"exitStatus,omitempty"`
+	StdioToken string  `json:"stdioToken,omitempty"`
+}
+
+// AttachStdioArgs are the args of MethodAttachStdio: the StdioToken of a ProcessReply and the
+// slot (StdIn, StdOut or StdErr) this connection carries.
+type AttachStdioArgs struct {
+	Token string `json:"token"`
+	Slot  int    `json:"slot"`
 }
 
 // ProcessArgs are the args of the methods on one process (terminate, signal, get properties,
@@ -194,6 +211,33 @@ func encodeFrame(f *Frame) ([]byte, error) {
 	binary.BigEndian.PutUint32(b, uint32(len(body)))
 	copy(b[4:], body)
 	return b, nil
+}
+
+// WriteFrame writes f, length-prefixed, to a byte stream (the TCP transport, which carries no
+// descriptors: f.FDs must be 0). Concurrent writers must serialise their calls.
+func WriteFrame(w io.Writer, f *Frame) error {
+	if f.FDs != 0 {
+		return fmt.Errorf("frame %d: %d descriptors cannot travel on a byte stream", f.ID, f.FDs)
+	}
+	b, err := encodeFrame(f)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// ReadFrame reads one length-prefixed frame from a byte stream (the TCP transport). A frame
+// that claims descriptors is an error there, since none can come with it.
+func ReadFrame(r io.Reader) (*Frame, error) {
+	f, err := readFrame(r)
+	if err != nil {
+		return nil, err
+	}
+	if f.FDs != 0 {
+		return nil, fmt.Errorf("frame %d claims %d descriptors on a byte stream", f.ID, f.FDs)
+	}
+	return f, nil
 }
 
 // readFrame reads one length-prefixed frame from r.

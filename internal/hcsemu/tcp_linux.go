@@ -1,0 +1,296 @@
+package hcsemu
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/containerd/log"
+	"golang.org/x/sys/unix"
+
+	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/wire"
+)
+
+// The TCP transport (package wire's doc, hack/wine/README.md): the same frames and requests as
+// the unix socket, for the stand-in computecore.dll that Windows programs load under Wine,
+// which cannot receive descriptors. A process's stdio waits in the server's stdioTable under a
+// token the reply carries, until the client opens one connection per stream whose first frame
+// is AttachStdio; from then on that connection is the stream's bytes.
+
+// AttachTimeout is how long a TCP client has to attach a process's streams before the daemon
+// closes them, so that a client that never attaches does not hold a process's pipes forever.
+const AttachTimeout = 30 * time.Second
+
+// ListenTCP listens on a loopback TCP address (see ValidateTCPAddress).
+func ListenTCP(address string) (net.Listener, error) {
+	if err := ValidateTCPAddress(address); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return nil, fmt.Errorf("--tcp-address %q: %w", address, err)
+	}
+	return ln, nil
+}
+
+// ServeTCP accepts TCP connections until ln is closed, then closes them all (and the streams
+// they relay) and returns. A connection whose first frame is AttachStdio carries one stream of
+// a process; any other is a client's control connection, served as a unix one is, except that
+// a reply's stdio is kept under a token instead of sent.
+func (s *Server) ServeTCP(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln.Accept, s.serveTCPConn)
+}
+
+func (s *Server) serveTCPConn(ctx context.Context, g *group, nc net.Conn) {
+	ctx = log.WithLogger(ctx, log.G(ctx).WithField("remote", nc.RemoteAddr().String()))
+	r := bufio.NewReaderSize(nc, 64<<10)
+	first, err := wire.ReadFrame(r)
+	if err != nil {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			log.G(ctx).WithError(err).Warn("hcsemu: TCP connection: first frame")
+		}
+		nc.Close()
+		return
+	}
+	if first.Method == wire.MethodAttachStdio {
+		s.attach(ctx, g, nc, r, first)
+		return
+	}
+	s.runConn(ctx, &tcpTransport{nc: nc, r: r, first: first}, s.stdio)
+}
+
+// tcpTransport is a control connection on TCP. Only the connection's writeLoop sends.
+type tcpTransport struct {
+	nc    net.Conn
+	r     *bufio.Reader
+	first *wire.Frame // read to tell the connection's kind; received first
+}
+
+func (t *tcpTransport) receive() (*wire.Frame, error) {
+	if f := t.first; f != nil {
+		t.first = nil
+		return f, nil
+	}
+	return wire.ReadFrame(t.r)
+}
+
+func (t *tcpTransport) send(f *wire.Frame, files []*os.File) error {
+	if len(files) > 0 {
+		// conn.handle gives a TCP connection's files to the stdio table; none may reach here.
+		return fmt.Errorf("frame %d: %d files cannot travel on TCP", f.ID, len(files))
+	}
+	return wire.WriteFrame(t.nc, f)
+}
+
+func (t *tcpTransport) close() error { return t.nc.Close() }
+
+// attach relays one stream between its AttachStdio connection and the process: stdin from the
+// connection until the client's half-close, which then ends the process's input; stdout or
+// stderr to the connection until the process's end of file, when the connection is closed.
+func (s *Server) attach(ctx context.Context, g *group, nc net.Conn, r *bufio.Reader, f *wire.Frame) {
+	defer nc.Close()
+	var a wire.AttachStdioArgs
+	if err := f.DecodeArgs(&a); err != nil {
+		log.G(ctx).WithError(err).Warn("hcsemu: AttachStdio")
+		return
+	}
+	ctx = log.WithLogger(ctx, log.G(ctx).WithField("slot", a.Slot))
+	file := s.stdio.take(a.Token, a.Slot)
+	if file == nil {
+		log.G(ctx).Warn("hcsemu: AttachStdio of an unknown, expired or already attached stream")
+		return
+	}
+	// At shutdown, closing the file ends a relay that waits on a process that still runs.
+	untrack := g.track(file)
+	defer untrack()
+	defer file.Close()
+	var err error
+	if a.Slot == wire.StdIn {
+		// r first: the client may have sent input right behind its AttachStdio frame.
+		_, err = io.Copy(file, r)
+	} else {
+		_, err = io.Copy(nc, file)
+	}
+	// EIO: a pseudo console's master reads EIO once the process side has closed.
+	if err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrClosed) && !errors.Is(err, syscall.EIO) {
+		log.G(ctx).WithError(err).Debug("hcsemu: stdio stream ended")
+	}
+}
+
+// stdioTable keeps the streams of processes created on TCP connections, by token and slot,
+// until an AttachStdio connection takes each or its token expires.
+type stdioTable struct {
+	timeout time.Duration
+
+	mu      sync.Mutex
+	streams map[streamKey]*os.File
+	timers  map[string]*time.Timer // by token, while any of its streams waits
+	closed  bool
+}
+
+type streamKey struct {
+	token string
+	slot  int
+}
+
+func newStdioTable(timeout time.Duration) *stdioTable {
+	return &stdioTable{timeout: timeout, streams: map[streamKey]*os.File{}, timers: map[string]*time.Timer{}}
+}
+
+// add takes ownership of a reply's files, in the order the unix transport sends them (the
+// streams whose pr.Stdio entry is true, in slot order; with pr.Console, one pseudo console
+// master that serves slots 0 and 1), and keeps them under a new token, which it returns.
+func (t *stdioTable) add(ctx context.Context, pr wire.ProcessReply, files []*os.File) (string, error) {
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	var slots [3]*os.File
+	release := func() {
+		for _, f := range slots {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	fail := func(format string, args ...any) (string, error) {
+		release()
+		return "", errorf(computecore.E_FAIL, "stdio of process %d: "+format, append([]any{pr.PID}, args...)...)
+	}
+	var from [3]*os.File // each slot's file among files
+	if pr.Console {
+		if len(files) != 1 {
+			return fail("a pseudo console comes as 1 file, not %d", len(files))
+		}
+		from[wire.StdIn], from[wire.StdOut] = files[0], files[0]
+	} else {
+		i := 0
+		for slot, ok := range pr.Stdio {
+			if ok && i < len(files) {
+				from[slot] = files[i]
+				i++
+			}
+		}
+		if i != len(files) {
+			return fail("%d files for the streams %v", len(files), pr.Stdio)
+		}
+	}
+	for slot, f := range from {
+		if f == nil {
+			continue
+		}
+		// Each slot gets a descriptor of its own, so that the end of one stream (stdin's
+		// half-close) closes only that stream's descriptor, as with the unix client's two
+		// console descriptors.
+		var err error
+		if slots[slot], err = pollableDup(f); err != nil {
+			return fail("slot %d: %v", slot, err)
+		}
+	}
+	token := rand.Text() // 128 random bits: unguessable, as the protocol requires
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return fail("the server is shutting down")
+	}
+	for slot, f := range slots {
+		if f != nil {
+			t.streams[streamKey{token, slot}] = f
+		}
+	}
+	t.timers[token] = time.AfterFunc(t.timeout, func() { t.expire(ctx, token, pr.PID) })
+	return token, nil
+}
+
+// take hands over a stream to its AttachStdio connection: once, and only before it expires.
+func (t *stdioTable) take(token string, slot int) *os.File {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := streamKey{token, slot}
+	f, ok := t.streams[k]
+	if !ok {
+		return nil
+	}
+	delete(t.streams, k)
+	if timer, ok := t.timers[token]; ok && !t.waitingLocked(token) {
+		timer.Stop()
+		delete(t.timers, token)
+	}
+	return f
+}
+
+func (t *stdioTable) waitingLocked(token string) bool {
+	for slot := range 3 {
+		if _, ok := t.streams[streamKey{token, slot}]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// expire closes a token's streams that nobody attached: the process then reads the end of its
+// input, or fails to write its output, as if the client had closed its pipe ends.
+func (t *stdioTable) expire(ctx context.Context, token string, pid uint32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.timers, token)
+	for slot := range 3 {
+		k := streamKey{token, slot}
+		if f, ok := t.streams[k]; ok {
+			log.G(ctx).WithFields(log.Fields{"pid": pid, "slot": slot}).Warnf("hcsemu: stdio stream not attached within %s; closed", t.timeout)
+			f.Close()
+			delete(t.streams, k)
+		}
+	}
+}
+
+// close closes every stream still waiting, and refuses new ones.
+func (t *stdioTable) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	for token, timer := range t.timers {
+		timer.Stop()
+		delete(t.timers, token)
+	}
+	for k, f := range t.streams {
+		f.Close()
+		delete(t.streams, k)
+	}
+}
+
+// pollableDup duplicates f into a non-blocking descriptor that Go's poller serves, so that
+// closing it ends a relay's read or write under way (at shutdown). It does not call f.Fd,
+// which would put f's open file description in blocking mode.
+func pollableDup(f *os.File) (*os.File, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(sysfd uintptr) {
+		fd, derr = unix.FcntlInt(sysfd, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, fmt.Errorf("duplicate %s: %w", f.Name(), derr)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("make %s non-blocking: %w", f.Name(), err)
+	}
+	// os.NewFile registers a non-blocking descriptor with the poller.
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}

@@ -1,0 +1,503 @@
+package hcsemu
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/wire"
+)
+
+// The TCP transport's stdio, without an engine: a server whose stdio table is filled directly
+// with pipes that stand for a process's, as conn.handle fills it from a CreateProcess. These
+// run without root. TestDaemonTCP drives the whole path through a real engine.
+
+// serveStdio serves only AttachStdio connections (no engine: a control connection would
+// panic) on a loopback port; the server is stopped at the end of the test.
+func serveStdio(t *testing.T, timeout time.Duration) (*Server, string) {
+	t.Helper()
+	s := &Server{stdio: newStdioTable(timeout)}
+	ln, err := ListenTCP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.ServeTCP(context.Background(), ln) }()
+	t.Cleanup(func() {
+		ln.Close()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("ServeTCP: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("ServeTCP did not return within 10s of its listener's close")
+		}
+		s.stdio.close()
+	})
+	return s, ln.Addr().String()
+}
+
+// attachStdio opens a stream connection: its first frame is AttachStdio{token, slot}.
+func attachStdio(t *testing.T, addr, token string, slot int) *net.TCPConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	f, err := wire.NewRequest(1, wire.MethodAttachStdio, wire.AttachStdioArgs{Token: token, Slot: slot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wire.WriteFrame(c, f); err != nil {
+		t.Fatal(err)
+	}
+	return c.(*net.TCPConn)
+}
+
+// readAllWithin reads r to its end, failing the test if that takes longer than d. A pseudo
+// console's EIO counts as the end.
+func readAllWithin(t *testing.T, what string, r io.Reader, d time.Duration) string {
+	t.Helper()
+	type result struct {
+		b   []byte
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(r)
+		got <- result{b, err}
+	}()
+	select {
+	case res := <-got:
+		if res.err != nil && !errors.Is(res.err, syscall.EIO) {
+			t.Errorf("%s: %v", what, res.err)
+		}
+		return string(res.b)
+	case <-time.After(d):
+		t.Fatalf("%s: no end of file within %s", what, d)
+	}
+	return ""
+}
+
+func pipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
+
+// TestTCPStdio: each stream of a reply flows over its own AttachStdio connection: stdin to
+// the process until the client's half-close, which ends the process's input; outputs back
+// until the process's end of file; with a console, slots 0 and 1 are the one master. A token
+// is single-use.
+func TestTCPStdio(t *testing.T) {
+	s, addr := serveStdio(t, AttachTimeout)
+	tests := []struct {
+		name  string
+		reply wire.ProcessReply
+		// files makes the client's ends to register (in slot order, as a reply sends them)
+		// and the process's end of each slot.
+		files func(t *testing.T) (client []*os.File, proc [3]*os.File)
+	}{
+		{"stdin stdout stderr", wire.ProcessReply{PID: 9, Stdio: [3]bool{true, true, true}}, func(t *testing.T) ([]*os.File, [3]*os.File) {
+			inR, inW := pipe(t)
+			outR, outW := pipe(t)
+			errR, errW := pipe(t)
+			return []*os.File{inW, outR, errR}, [3]*os.File{inR, outW, errW}
+		}},
+		{"stdout only", wire.ProcessReply{PID: 10, Stdio: [3]bool{false, true, false}}, func(t *testing.T) ([]*os.File, [3]*os.File) {
+			outR, outW := pipe(t)
+			return []*os.File{outR}, [3]*os.File{nil, outW, nil}
+		}},
+		{"stdin and stderr", wire.ProcessReply{PID: 11, Stdio: [3]bool{true, false, true}}, func(t *testing.T) ([]*os.File, [3]*os.File) {
+			inR, inW := pipe(t)
+			errR, errW := pipe(t)
+			return []*os.File{inW, errR}, [3]*os.File{inR, nil, errW}
+		}},
+		{"console", wire.ProcessReply{PID: 12, Stdio: [3]bool{true, true, false}, Console: true}, func(t *testing.T) ([]*os.File, [3]*os.File) {
+			// A socket pair stands for the pseudo console: one end is the master the
+			// client gets, the other the process's terminal.
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			master, tty := os.NewFile(uintptr(fds[0]), "master"), os.NewFile(uintptr(fds[1]), "tty")
+			t.Cleanup(func() { master.Close(); tty.Close() })
+			return []*os.File{master}, [3]*os.File{tty, tty, nil}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client, proc := tc.files(t)
+			token, err := s.stdio.add(context.Background(), tc.reply, client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(token) < 20 {
+				t.Fatalf("token %q: want an unguessable one", token)
+			}
+			var streams [3]*net.TCPConn
+			for slot, ok := range tc.reply.Stdio {
+				if ok {
+					streams[slot] = attachStdio(t, addr, token, slot)
+				}
+			}
+			if streams[wire.StdIn] != nil {
+				msg := "into stdin of " + tc.name
+				if _, err := io.WriteString(streams[wire.StdIn], msg); err != nil {
+					t.Fatal(err)
+				}
+				streams[wire.StdIn].CloseWrite()
+				if tc.reply.Console {
+					// The end of the client's input closes only its descriptor of the
+					// master: the terminal stays open for output.
+					got := make([]byte, len(msg))
+					if _, err := io.ReadFull(proc[wire.StdIn], got); err != nil || string(got) != msg {
+						t.Errorf("stdin carried %q, %v; want %q", got, err, msg)
+					}
+				} else if got := readAllWithin(t, "stdin", proc[wire.StdIn], 10*time.Second); got != msg {
+					t.Errorf("stdin carried %q, want %q then end of file", got, msg)
+				}
+			}
+			for _, slot := range []int{wire.StdOut, wire.StdErr} {
+				if streams[slot] == nil {
+					continue
+				}
+				msg := "out of slot " + string(rune('0'+slot)) + " of " + tc.name
+				if _, err := io.WriteString(proc[slot], msg); err != nil {
+					t.Fatal(err)
+				}
+				proc[slot].Close()
+				if got := readAllWithin(t, "slot", streams[slot], 10*time.Second); got != msg {
+					t.Errorf("slot %d carried %q, want %q then end of file", slot, got, msg)
+				}
+			}
+			// Single use: a second attach of a slot gets nothing and is closed; so does a slot
+			// the reply has no stream for.
+			for slot := range 3 {
+				c := attachStdio(t, addr, token, slot)
+				if got := readAllWithin(t, "second attach", c, 10*time.Second); got != "" {
+					t.Errorf("second attach of slot %d read %q", slot, got)
+				}
+			}
+			if s.stdio.waiting(token) {
+				t.Errorf("stdio table keeps streams of %s after every slot attached", tc.name)
+			}
+		})
+	}
+}
+
+// TestTCPAttachRefused: a stream connection with a bad first frame is closed without a byte.
+func TestTCPAttachRefused(t *testing.T) {
+	s, addr := serveStdio(t, AttachTimeout)
+	r, w := pipe(t)
+	token, err := s.stdio.add(context.Background(), wire.ProcessReply{PID: 3, Stdio: [3]bool{false, true, false}}, []*os.File{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := func(body string) []byte {
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+	}
+	tests := []struct {
+		name  string
+		bytes []byte
+	}{
+		{"unknown token", frame(`{"id":1,"method":"AttachStdio","args":{"token":"nope","slot":1}}`)},
+		{"slot out of range", frame(`{"id":1,"method":"AttachStdio","args":{"token":"` + token + `","slot":7}}`)},
+		{"unknown field", frame(`{"id":1,"method":"AttachStdio","args":{"token":"` + token + `","slot":1,"pid":3}}`)},
+		{"descriptors claimed", frame(`{"id":1,"method":"AttachStdio","fds":1,"args":{"token":"` + token + `","slot":1}}`)},
+		{"not json", frame(`{{{`)},
+		{"frame too large", binary.BigEndian.AppendUint32(nil, wire.MaxFrameSize+1)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Write(tc.bytes); err != nil {
+				t.Fatal(err)
+			}
+			if got := readAllWithin(t, tc.name, c, 10*time.Second); got != "" {
+				t.Errorf("read %q, want the connection closed", got)
+			}
+		})
+	}
+	// None of them took the stream: it still flows to the right attach.
+	c := attachStdio(t, addr, token, wire.StdOut)
+	io.WriteString(w, "still here")
+	w.Close()
+	if got := readAllWithin(t, "stdout", c, 10*time.Second); got != "still here" {
+		t.Errorf("stdout carried %q after the refused attaches", got)
+	}
+}
+
+// TestTCPStdioExpiry: streams nobody attaches are closed after the timeout, as if the client
+// had closed its ends: the process reads the end of its input and cannot write its output.
+func TestTCPStdioExpiry(t *testing.T) {
+	s, addr := serveStdio(t, 200*time.Millisecond)
+	inR, inW := pipe(t)
+	outR, outW := pipe(t)
+	token, err := s.stdio.add(context.Background(), wire.ProcessReply{PID: 4, Stdio: [3]bool{true, true, false}}, []*os.File{inW, outR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAllWithin(t, "unattached stdin", inR, 10*time.Second); got != "" {
+		t.Errorf("unattached stdin carried %q", got)
+	}
+	for deadline := time.Now().Add(10 * time.Second); s.stdio.waiting(token); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stdio table keeps the streams 10s after their expiry")
+		}
+	}
+	if _, err := outW.Write([]byte("x")); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("write to an expired stdout: %v, want EPIPE", err)
+	}
+	if got := readAllWithin(t, "attach after expiry", attachStdio(t, addr, token, wire.StdOut), 10*time.Second); got != "" {
+		t.Errorf("attach after expiry read %q", got)
+	}
+}
+
+// TestTCPShutdown: closing the listener ends the relays of processes still running, and
+// closing the table closes the streams still waiting and refuses new ones, so that the daemon
+// never waits on its processes before it terminates them.
+func TestTCPShutdown(t *testing.T) {
+	s := &Server{stdio: newStdioTable(AttachTimeout)}
+	ln, err := ListenTCP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.ServeTCP(context.Background(), ln) }()
+
+	relayedR, relayedW := pipe(t) // a process that writes nothing and never ends
+	waitingR, waitingW := pipe(t) // a stream nobody attaches
+	relayed, err := s.stdio.add(context.Background(), wire.ProcessReply{PID: 5, Stdio: [3]bool{false, true, false}}, []*os.File{relayedR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.stdio.add(context.Background(), wire.ProcessReply{PID: 6, Stdio: [3]bool{false, true, false}}, []*os.File{waitingR}); err != nil {
+		t.Fatal(err)
+	}
+	c := attachStdio(t, ln.Addr().String(), relayed, wire.StdOut)
+	// The attach is under way once the table no longer holds the stream.
+	for deadline := time.Now().Add(10 * time.Second); s.stdio.waiting(relayed); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream was not attached within 10s")
+		}
+	}
+	ln.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("ServeTCP: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeTCP waits on a relay of a running process")
+	}
+	if got := readAllWithin(t, "relayed stream", c, 10*time.Second); got != "" {
+		t.Errorf("relayed stream read %q", got)
+	}
+	if _, err := relayedW.Write([]byte("x")); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("write to a relay ended by shutdown: %v, want EPIPE", err)
+	}
+
+	s.stdio.close()
+	if _, err := waitingW.Write([]byte("x")); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("write to a stream waiting at shutdown: %v, want EPIPE", err)
+	}
+	r, _ := pipe(t)
+	if _, err := s.stdio.add(context.Background(), wire.ProcessReply{PID: 7, Stdio: [3]bool{false, true, false}}, []*os.File{r}); err == nil {
+		t.Error("add after close kept a stream")
+	}
+}
+
+// waiting reports whether the table still holds a stream or a timer of token.
+func (t *stdioTable) waiting(token string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, timer := t.timers[token]
+	return timer || t.waitingLocked(token)
+}
+
+// tcpClient is a control connection as the stand-in computecore.dll makes one.
+type tcpClient struct {
+	t      *testing.T
+	c      net.Conn
+	r      *bufio.Reader
+	id     uint64
+	events []wire.Event
+}
+
+func dialTCP(t *testing.T, addr string) *tcpClient {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &tcpClient{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+// call sends a request and returns its response; events read meanwhile are kept.
+func (c *tcpClient) call(method string, args any) *wire.Frame {
+	c.t.Helper()
+	c.id++
+	req, err := wire.NewRequest(c.id, method, args)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := wire.WriteFrame(c.c, req); err != nil {
+		c.t.Fatal(err)
+	}
+	for {
+		f := c.next()
+		if f.Event == nil && f.ID == c.id {
+			return f
+		}
+	}
+}
+
+func (c *tcpClient) next() *wire.Frame {
+	c.t.Helper()
+	c.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	f, err := wire.ReadFrame(c.r)
+	if err != nil {
+		c.t.Fatalf("read from hcsemu over TCP: %v", err)
+	}
+	if f.Event != nil {
+		c.events = append(c.events, *f.Event)
+	}
+	return f
+}
+
+// processExit waits for the ProcessExited event of pid and returns its exit code.
+func (c *tcpClient) processExit(pid uint32) uint32 {
+	c.t.Helper()
+	for i := 0; ; i++ {
+		for _, ev := range c.events {
+			if computecore.EventType(ev.Type) == computecore.EventProcessExited && ev.PID == pid {
+				var d schema2.ProcessExitedEventData
+				if err := json.Unmarshal([]byte(ev.Data), &d); err != nil {
+					c.t.Fatalf("exit event %q: %v", ev.Data, err)
+				}
+				return d.ExitCode
+			}
+		}
+		c.next()
+	}
+}
+
+// TestDaemonTCP drives one engine through both transports: a system made by a unix client is
+// opened and run in over TCP, where requests, replies, HRESULTs and events are the unix
+// socket's, and a process's stdio comes as a token and AttachStdio connections.
+func TestDaemonTCP(t *testing.T) {
+	d := startDaemon(t)
+	api := dial(t, d)
+	cs, _ := createSystem(t, api, "over-tcp", "", true)
+	// A container ends with its last process: keep one running while the others come and go.
+	mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + " sleep 600"})
+
+	c := dialTCP(t, d.tcpAddr)
+	if f := c.call(wire.MethodOpenComputeSystem, wire.OpenSystemArgs{ID: "nonexistent"}); computecore.HRESULT(f.HResult) != computecore.HCS_E_SYSTEM_NOT_FOUND || !strings.Contains(f.Result, "nonexistent") {
+		t.Errorf("open of an unknown system over TCP: hresult %#x, result %s; want HCS_E_SYSTEM_NOT_FOUND naming it", f.HResult, f.Result)
+	}
+	f := c.call(wire.MethodOpenComputeSystem, wire.OpenSystemArgs{ID: "over-tcp"})
+	var sys wire.SystemReply
+	if err := f.DecodeReply(&sys); err != nil || f.HResult != 0 || sys.Instance == 0 {
+		t.Fatalf("open over TCP: hresult %#x, reply %s, %v", f.HResult, f.Reply, err)
+	}
+	ref := wire.SystemRef{ID: "over-tcp", Instance: sys.Instance}
+
+	tests := []struct {
+		name            string
+		params          schema2.ProcessParameters
+		input           string
+		stdout, stderr  string
+		wantStdio       [3]bool
+		console, outHas bool
+	}{
+		{name: "pipes", params: schema2.ProcessParameters{CommandLine: prog + " cat", CreateStdInPipe: true, CreateStdOutPipe: true, CreateStdErrPipe: true},
+			input: "through stdin and back\n", stdout: "through stdin and back\n", wantStdio: [3]bool{true, true, true}},
+		{name: "stderr", params: schema2.ProcessParameters{CommandLine: prog + " stderr oops", CreateStdOutPipe: true, CreateStdErrPipe: true},
+			stderr: "oops\n", wantStdio: [3]bool{false, true, true}},
+		{name: "console", params: schema2.ProcessParameters{CommandLine: prog + " tty", EmulateConsole: true, CreateStdInPipe: true, CreateStdOutPipe: true},
+			stdout: "tty\r\n", wantStdio: [3]bool{true, true, false}, console: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = t
+			doc, _ := json.Marshal(tc.params)
+			f := c.call(wire.MethodCreateProcess, wire.CreateProcessArgs{System: ref, Parameters: string(doc)})
+			var pr wire.ProcessReply
+			if err := f.DecodeReply(&pr); err != nil || f.HResult != 0 {
+				t.Fatalf("create process: hresult %#x, result %s, reply %s, %v", f.HResult, f.Result, f.Reply, err)
+			}
+			if f.FDs != 0 || pr.StdioToken == "" || pr.Stdio != tc.wantStdio || pr.Console != tc.console || pr.PID == 0 {
+				t.Fatalf("reply %s with %d descriptors: want a pid, stdio %v, console %v, a token and no descriptors", f.Reply, f.FDs, tc.wantStdio, tc.console)
+			}
+			var streams [3]*net.TCPConn
+			for slot, ok := range pr.Stdio {
+				if ok {
+					streams[slot] = attachStdio(t, d.tcpAddr, pr.StdioToken, slot)
+				}
+			}
+			outputs := [3]chan string{}
+			for _, slot := range []int{wire.StdOut, wire.StdErr} {
+				if streams[slot] != nil {
+					outputs[slot] = make(chan string, 1)
+					go func() {
+						b, _ := io.ReadAll(streams[slot])
+						outputs[slot] <- string(b)
+					}()
+				}
+			}
+			if in := streams[wire.StdIn]; in != nil {
+				if _, err := io.WriteString(in, tc.input); err != nil {
+					t.Fatal(err)
+				}
+				in.CloseWrite()
+			}
+			for slot, want := range map[int]string{wire.StdOut: tc.stdout, wire.StdErr: tc.stderr} {
+				if outputs[slot] == nil {
+					continue
+				}
+				select {
+				case got := <-outputs[slot]:
+					if got != want {
+						t.Errorf("slot %d carried %q, want %q", slot, got, want)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatalf("slot %d: no end of file within 30s", slot)
+				}
+			}
+			if code := c.processExit(pr.PID); code != 0 {
+				t.Errorf("exit code %d, want 0", code)
+			}
+			c.call(wire.MethodCloseProcess, wire.ProcessArgs{Process: wire.ProcessRef{System: ref, PID: pr.PID}})
+		})
+	}
+	c.t = t
+	if f := c.call(wire.MethodGetServiceProperties, wire.QueryArgs{}); f.HResult != 0 || !strings.Contains(f.Result, "20348") {
+		t.Errorf("service properties over TCP: hresult %#x, %s", f.HResult, f.Result)
+	}
+}
