@@ -62,3 +62,5 @@ check:
 
 clean:
 	rm -rf $(BIN)
+
+include hack/wine/wine.mk
