@@ -3,7 +3,7 @@
 
 GO ?= go
 BIN := bin
-COMMANDS := containerd-shim-runhcs-v1 containerd-wcow-snapshotter hcsemu
+COMMANDS := containerd-shim-runhcs-v1 containerd-wcow-snapshotter hcsemu shimdiag
 E2E_TIMEOUT ?= 30m
 # Packages with unit tests: everything but the end-to-end suites, plus the harness's own unit tests.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/e2e') ./test/e2e/harness

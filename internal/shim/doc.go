@@ -20,6 +20,8 @@
 //   - task.go, process.go: containers and their processes; state.go: their lifecycle, one
 //     type per state (created, starting, running, paused, stopped, deleted) as in runc's
 //     init_state.go, so an illegal transition is a method returning a clear error.
+//   - diag.go: the containerd.runhcs.v1.diag.ShimDiag service (stacks, tasks, pid) on the
+//     same ttrpc server; cmd/shimdiag is its client.
 //   - hcs.go: the small interfaces the shim needs from internal/hcs and internal/layers
 //     (fakes in tests); hcs_adapter.go binds them to the real package.
 //   - stdio/: containerd's side of a process's stdio (FIFOs, named pipes, file://, binary://)

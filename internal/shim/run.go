@@ -108,7 +108,8 @@ func registerPlugins() {
 	})
 }
 
-// taskServices registers the one task service under both names containerd calls it by.
+// taskServices registers the one task service under both names containerd calls it by, and
+// the diag service beside it.
 type taskServices struct{ s *service }
 
 // UnaryServerInterceptor gives every error its gRPC code from its errdefs kind (NotFound,
@@ -127,5 +128,7 @@ func (taskServices) UnaryServerInterceptor() ttrpc.UnaryServerInterceptor {
 func (t taskServices) RegisterTTRPC(server *ttrpc.Server) error {
 	taskv3.RegisterTTRPCTaskService(server, t.s)
 	taskv2.RegisterTTRPCTaskService(server, serviceV2(t))
+	// The diag service (diag.go) on the same server, as hcsshim serves it beside its task API.
+	registerDiag(server, t.s)
 	return nil
 }
