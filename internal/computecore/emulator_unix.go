@@ -43,10 +43,8 @@ type EmulatorClient struct {
 	pending      map[uint64]*call
 	nextHandle   uintptr
 	ops          map[Operation]*emuOp
-	systems      map[System]*emuSystem
-	procs        map[Process]*emuProcess
-	sysIndex     map[wire.SystemRef]map[System]struct{}
-	procIndex    map[wire.ProcessRef]map[Process]struct{}
+	systems      handles[System, wire.SystemRef]
+	procs        handles[Process, wire.ProcessRef]
 	// Events that arrived before the response that tells this client the instance or pid they
 	// concern (the daemon may queue an exit before a create/open reply). Bounded.
 	orphans     map[orphanKey]string
@@ -70,15 +68,13 @@ func DialEmulator(addr string) (*EmulatorClient, error) {
 			addr, addr, HCS_E_SERVICE_NOT_AVAILABLE, err)
 	}
 	c := &EmulatorClient{
-		addr:      addr,
-		conn:      wire.NewConn(uc),
-		pending:   map[uint64]*call{},
-		ops:       map[Operation]*emuOp{},
-		systems:   map[System]*emuSystem{},
-		procs:     map[Process]*emuProcess{},
-		sysIndex:  map[wire.SystemRef]map[System]struct{}{},
-		procIndex: map[wire.ProcessRef]map[Process]struct{}{},
-		orphans:   map[orphanKey]string{},
+		addr:    addr,
+		conn:    wire.NewConn(uc),
+		pending: map[uint64]*call{},
+		ops:     map[Operation]*emuOp{},
+		systems: newHandles[System, wire.SystemRef](),
+		procs:   newHandles[Process, wire.ProcessRef](),
+		orphans: map[orphanKey]string{},
 	}
 	go c.readLoop()
 	return c, nil
@@ -210,39 +206,18 @@ func (c *EmulatorClient) disconnect(cause error) {
 	}
 	hr := HCS_E_SERVICE_DISCONNECT
 	status := int32(hr)
-	sysDoc := fmt.Sprintf(`{"Status":%d,"ExitType":"UnexpectedExit"}`, status)
-	for _, s := range c.systems {
-		if s.ready {
-			s.exit(sysDoc)
-		}
-		s.n.push(Event{Type: EventServiceDisconnect})
-	}
-	procDoc := fmt.Sprintf(`{"Status":%d,"ExitCode":4294967295}`, status)
-	for _, p := range c.procs {
-		if p.ready {
-			p.exit(procDoc)
-		}
-		p.n.push(Event{Type: EventServiceDisconnect})
-	}
+	c.systems.disconnect(fmt.Sprintf(`{"Status":%d,"ExitType":"UnexpectedExit"}`, status))
+	c.procs.disconnect(fmt.Sprintf(`{"Status":%d,"ExitCode":4294967295}`, status))
 }
 
 func (c *EmulatorClient) onEvent(ev *wire.Event) {
 	switch EventType(ev.Type) {
 	case EventSystemExited:
-		hs := c.sysIndex[ev.System]
-		for h := range hs {
-			c.systems[h].exit(ev.Data)
-		}
-		if len(hs) == 0 {
+		if !c.systems.exitAll(ev.System, ev.Data) {
 			c.addOrphan(orphanKey{ref: ev.System}, ev.Data)
 		}
 	case EventProcessExited:
-		ref := wire.ProcessRef{System: ev.System, PID: ev.PID}
-		hs := c.procIndex[ref]
-		for h := range hs {
-			c.procs[h].exit(ev.Data)
-		}
-		if len(hs) == 0 {
+		if !c.procs.exitAll(wire.ProcessRef{System: ev.System, PID: ev.PID}, ev.Data) {
 			c.addOrphan(orphanKey{ref: ev.System, pid: ev.PID}, ev.Data)
 		}
 	default:
@@ -603,33 +578,12 @@ func (c *EmulatorClient) asyncOp(op Operation, typ OperationType, method string,
 
 // ---- Compute systems ----
 
-type emuSystem struct {
-	ref     wire.SystemRef
-	ready   bool // the daemon confirmed the create or open
-	exited  chan struct{}
-	exitDoc string
-	n       notifier
-}
-
-func (s *emuSystem) exit(doc string) {
-	select {
-	case <-s.exited:
-		return
-	default:
-	}
-	s.exitDoc = doc
-	close(s.exited)
-	s.n.push(Event{Type: EventSystemExited, EventData: doc})
-}
+type emuSystem = emuObject[wire.SystemRef]
 
 // registerSystem indexes a confirmed system handle and applies an exit seen before it; c.mu held.
 func (c *EmulatorClient) registerSystem(h System, s *emuSystem, r wire.SystemReply) {
 	s.ref.Instance = r.Instance
-	s.ready = true
-	if c.sysIndex[s.ref] == nil {
-		c.sysIndex[s.ref] = map[System]struct{}{}
-	}
-	c.sysIndex[s.ref][h] = struct{}{}
+	c.systems.confirm(h, s)
 	if d, ok := c.takeOrphan(orphanKey{ref: s.ref}); ok {
 		s.exit(d)
 	} else if r.Stopped {
@@ -637,21 +591,10 @@ func (c *EmulatorClient) registerSystem(h System, s *emuSystem, r wire.SystemRep
 	}
 }
 
+// system looks up a handle for a call; a create that failed or has not finished has no system
+// behind it in HCS.
 func (c *EmulatorClient) system(cs System) (*emuSystem, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, ok := c.systems[cs]
-	if !ok {
-		return nil, E_HANDLE
-	}
-	if c.disconnected {
-		return nil, HCS_E_SERVICE_DISCONNECT
-	}
-	if !s.ready {
-		// A create that failed or has not finished: HCS has no system behind this handle.
-		return nil, HCS_E_SYSTEM_NOT_FOUND
-	}
-	return s, nil
+	return lookup(c, &c.systems, cs, HCS_E_SYSTEM_NOT_FOUND)
 }
 
 // CreateComputeSystem implements API. The handle is returned at once; the operation says
@@ -659,8 +602,8 @@ func (c *EmulatorClient) system(cs System) (*emuSystem, error) {
 func (c *EmulatorClient) CreateComputeSystem(id string, configuration string, op Operation, _ uintptr) (System, error) {
 	c.mu.Lock()
 	h := System(c.newHandle())
-	s := &emuSystem{ref: wire.SystemRef{ID: id}, exited: make(chan struct{})}
-	c.systems[h] = s
+	s := newEmuObject(wire.SystemRef{ID: id}, EventSystemExited)
+	c.systems.objs[h] = s
 	if o := c.ops[op]; o != nil {
 		o.sys = h
 	}
@@ -677,13 +620,13 @@ func (c *EmulatorClient) CreateComputeSystem(id string, configuration string, op
 				*f = *errorFrame(HCS_E_PROTOCOL_ERROR, err.Error())
 				return
 			}
-			if _, ok := c.systems[h]; ok {
+			if _, ok := c.systems.objs[h]; ok {
 				c.registerSystem(h, s, r)
 			}
 		})
 	if err != nil {
 		c.mu.Lock()
-		delete(c.systems, h)
+		delete(c.systems.objs, h)
 		c.mu.Unlock()
 		return 0, err
 	}
@@ -694,8 +637,8 @@ func (c *EmulatorClient) CreateComputeSystem(id string, configuration string, op
 func (c *EmulatorClient) OpenComputeSystem(id string, _ uint32) (System, error) {
 	c.mu.Lock()
 	h := System(c.newHandle())
-	s := &emuSystem{ref: wire.SystemRef{ID: id}, exited: make(chan struct{})}
-	c.systems[h] = s
+	s := newEmuObject(wire.SystemRef{ID: id}, EventSystemExited)
+	c.systems.objs[h] = s
 	c.mu.Unlock()
 	_, err := c.roundTrip(wire.MethodOpenComputeSystem, wire.OpenSystemArgs{ID: id}, func(f *wire.Frame, fds []int) {
 		closeFDs(fds)
@@ -711,7 +654,7 @@ func (c *EmulatorClient) OpenComputeSystem(id string, _ uint32) (System, error) 
 	})
 	if err != nil {
 		c.mu.Lock()
-		delete(c.systems, h)
+		delete(c.systems.objs, h)
 		c.mu.Unlock()
 		return 0, err
 	}
@@ -720,23 +663,7 @@ func (c *EmulatorClient) OpenComputeSystem(id string, _ uint32) (System, error) 
 
 // CloseComputeSystem implements API: no more callbacks; the daemon drops this handle's hold.
 func (c *EmulatorClient) CloseComputeSystem(cs System) {
-	c.mu.Lock()
-	s, ok := c.systems[cs]
-	if !ok {
-		c.mu.Unlock()
-		return
-	}
-	delete(c.systems, cs)
-	s.n.close()
-	if hs := c.sysIndex[s.ref]; hs != nil {
-		delete(hs, cs)
-		if len(hs) == 0 {
-			delete(c.sysIndex, s.ref)
-		}
-	}
-	ready, gone := s.ready, c.disconnected
-	c.mu.Unlock()
-	if ready && !gone {
+	if s, held := closeHandle(c, &c.systems, cs); held {
 		// HcsCloseComputeSystem returns once the service has released the handle, so a system
 		// whose last handle this was is gone for an OpenComputeSystem that follows.
 		_, _ = c.roundTrip(wire.MethodCloseComputeSystem, wire.SystemArgs{System: s.ref}, nil)
@@ -798,68 +725,23 @@ func (c *EmulatorClient) ModifyComputeSystem(cs System, op Operation, configurat
 
 // WaitForComputeSystemExit implements API; the result is the SystemExitStatus document.
 func (c *EmulatorClient) WaitForComputeSystemExit(cs System, timeoutMs uint32) (string, error) {
-	c.mu.Lock()
-	s, ok := c.systems[cs]
-	c.mu.Unlock()
-	if !ok {
-		return "", E_HANDLE
-	}
-	if err := waitTimeout(s.exited, timeoutMs); err != nil {
-		return "", err
-	}
-	return s.exitDoc, nil
+	return waitExit(c, &c.systems, cs, timeoutMs)
 }
 
 // SetComputeSystemCallback implements API. If the system has already exited, the callback gets
 // EventSystemExited at once (and EventServiceDisconnect if the daemon has gone), so that a
 // caller registering late never waits for an event that came before it.
 func (c *EmulatorClient) SetComputeSystemCallback(cs System, _ EventOptions, context uintptr, callback EventCallback) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, ok := c.systems[cs]
-	if !ok {
-		return E_HANDLE
-	}
-	s.n.set(callback, context)
-	select {
-	case <-s.exited:
-		s.n.push(Event{Type: EventSystemExited, EventData: s.exitDoc})
-	default:
-	}
-	if c.disconnected {
-		s.n.push(Event{Type: EventServiceDisconnect})
-	}
-	return nil
+	return setCallback(c, &c.systems, cs, context, callback)
 }
 
 // ---- Processes ----
 
-type emuProcess struct {
-	ref     wire.ProcessRef
-	ready   bool
-	exited  chan struct{}
-	exitDoc string
-	n       notifier
-}
-
-func (p *emuProcess) exit(doc string) {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	p.exitDoc = doc
-	close(p.exited)
-	p.n.push(Event{Type: EventProcessExited, EventData: doc})
-}
+type emuProcess = emuObject[wire.ProcessRef]
 
 func (c *EmulatorClient) registerProcess(h Process, p *emuProcess, r wire.ProcessReply) {
 	p.ref.PID = r.PID
-	p.ready = true
-	if c.procIndex[p.ref] == nil {
-		c.procIndex[p.ref] = map[Process]struct{}{}
-	}
-	c.procIndex[p.ref][h] = struct{}{}
+	c.procs.confirm(h, p)
 	if d, ok := c.takeOrphan(orphanKey{ref: p.ref.System, pid: p.ref.PID}); ok {
 		p.exit(d)
 	} else if r.Exited {
@@ -868,19 +750,7 @@ func (c *EmulatorClient) registerProcess(h Process, p *emuProcess, r wire.Proces
 }
 
 func (c *EmulatorClient) process(ph Process) (*emuProcess, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, ok := c.procs[ph]
-	if !ok {
-		return nil, E_HANDLE
-	}
-	if c.disconnected {
-		return nil, HCS_E_SERVICE_DISCONNECT
-	}
-	if !p.ready {
-		return nil, HCS_E_PROCESS_INFO_NOT_AVAILABLE
-	}
-	return p, nil
+	return lookup(c, &c.procs, ph, HCS_E_PROCESS_INFO_NOT_AVAILABLE)
 }
 
 // CreateProcess implements API. The std handles arrive with the response and are handed to
@@ -892,8 +762,8 @@ func (c *EmulatorClient) CreateProcess(cs System, processParameters string, op O
 	}
 	c.mu.Lock()
 	h := Process(c.newHandle())
-	p := &emuProcess{ref: wire.ProcessRef{System: s.ref}, exited: make(chan struct{})}
-	c.procs[h] = p
+	p := newEmuObject(wire.ProcessRef{System: s.ref}, EventProcessExited)
+	c.procs.objs[h] = p
 	if o := c.ops[op]; o != nil && !o.started {
 		o.sys, o.proc = cs, h
 	}
@@ -922,13 +792,13 @@ func (c *EmulatorClient) CreateProcess(cs System, processParameters string, op O
 				closeFDs(owned)
 				o.fds = nil
 			}
-			if _, ok := c.procs[h]; ok {
+			if _, ok := c.procs.objs[h]; ok {
 				c.registerProcess(h, p, r)
 			}
 		})
 	if err != nil {
 		c.mu.Lock()
-		delete(c.procs, h)
+		delete(c.procs.objs, h)
 		c.mu.Unlock()
 		return 0, err
 	}
@@ -982,8 +852,8 @@ func (c *EmulatorClient) OpenProcess(cs System, processID uint32, _ uint32) (Pro
 	}
 	c.mu.Lock()
 	h := Process(c.newHandle())
-	p := &emuProcess{ref: wire.ProcessRef{System: s.ref}, exited: make(chan struct{})}
-	c.procs[h] = p
+	p := newEmuObject(wire.ProcessRef{System: s.ref}, EventProcessExited)
+	c.procs.objs[h] = p
 	c.mu.Unlock()
 	_, err = c.roundTrip(wire.MethodOpenProcess, wire.ProcessRef{System: s.ref, PID: processID}, func(f *wire.Frame, fds []int) {
 		closeFDs(fds)
@@ -999,7 +869,7 @@ func (c *EmulatorClient) OpenProcess(cs System, processID uint32, _ uint32) (Pro
 	})
 	if err != nil {
 		c.mu.Lock()
-		delete(c.procs, h)
+		delete(c.procs.objs, h)
 		c.mu.Unlock()
 		return 0, err
 	}
@@ -1008,23 +878,7 @@ func (c *EmulatorClient) OpenProcess(cs System, processID uint32, _ uint32) (Pro
 
 // CloseProcess implements API.
 func (c *EmulatorClient) CloseProcess(ph Process) {
-	c.mu.Lock()
-	p, ok := c.procs[ph]
-	if !ok {
-		c.mu.Unlock()
-		return
-	}
-	delete(c.procs, ph)
-	p.n.close()
-	if hs := c.procIndex[p.ref]; hs != nil {
-		delete(hs, ph)
-		if len(hs) == 0 {
-			delete(c.procIndex, p.ref)
-		}
-	}
-	ready, gone := p.ready, c.disconnected
-	c.mu.Unlock()
-	if ready && !gone {
+	if p, held := closeHandle(c, &c.procs, ph); held {
 		// Synchronous, as HcsCloseProcess is.
 		_, _ = c.roundTrip(wire.MethodCloseProcess, wire.ProcessArgs{Process: p.ref}, nil)
 	}
@@ -1085,37 +939,13 @@ func (c *EmulatorClient) ModifyProcess(ph Process, op Operation, settings string
 
 // WaitForProcessExit implements API; the result is the ProcessExitedEventData document.
 func (c *EmulatorClient) WaitForProcessExit(ph Process, timeoutMs uint32) (string, error) {
-	c.mu.Lock()
-	p, ok := c.procs[ph]
-	c.mu.Unlock()
-	if !ok {
-		return "", E_HANDLE
-	}
-	if err := waitTimeout(p.exited, timeoutMs); err != nil {
-		return "", err
-	}
-	return p.exitDoc, nil
+	return waitExit(c, &c.procs, ph, timeoutMs)
 }
 
 // SetProcessCallback implements API, delivering an exit that came before it (see
 // SetComputeSystemCallback).
 func (c *EmulatorClient) SetProcessCallback(ph Process, _ EventOptions, context uintptr, callback EventCallback) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, ok := c.procs[ph]
-	if !ok {
-		return E_HANDLE
-	}
-	p.n.set(callback, context)
-	select {
-	case <-p.exited:
-		p.n.push(Event{Type: EventProcessExited, EventData: p.exitDoc})
-	default:
-	}
-	if c.disconnected {
-		p.n.push(Event{Type: EventServiceDisconnect})
-	}
-	return nil
+	return setCallback(c, &c.procs, ph, context, callback)
 }
 
 // ---- The service ----
