@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/windows"
-
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
+
+	"github.com/openhcs/runhcs/internal/wintest"
 )
 
 // These tests drive the real mkwinsyscall bindings (New, dll) against hack/wine's stand-in
@@ -28,10 +28,6 @@ import (
 // extension the stand-in expects (hack/wine/README.md): a reply with stdio carries a
 // "stdioToken", and each stream arrives on its own connection whose first frame is
 // AttachStdio{token, slot}.
-
-func underWine() bool {
-	return windows.NewLazySystemDLL("ntdll.dll").NewProc("wine_get_version").Find() == nil
-}
 
 // unicode is in every document so that the UTF-16 <-> UTF-8 conversions are checked.
 const unicode = "wïndows ☃ 😀"
@@ -57,7 +53,7 @@ var (
 // $HCSEMU_TCP_ADDRESS once per process) and returns the bindings.
 func standInAPI(t *testing.T) (API, *fakeDaemon) {
 	t.Helper()
-	if !underWine() {
+	if !wintest.UnderWine() {
 		t.Skip("the stand-in computecore.dll exists only in hack/wine's Wine prefix")
 	}
 	daemonOnce.Do(func() {

@@ -4,15 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	winio "github.com/Microsoft/go-winio"
-	"golang.org/x/sys/windows"
+	"github.com/openhcs/runhcs/internal/wintest"
 )
 
 // The shim's Windows-only pieces, run for real (under Wine on Linux, see hack/wine).
@@ -31,35 +29,6 @@ func TestPipeAddress(t *testing.T) {
 	}
 }
 
-// underWine reports whether this process runs under Wine, whose ntdll exports
-// wine_get_version; Windows' does not.
-func underWine() bool {
-	return windows.NewLazySystemDLL("ntdll.dll").NewProc("wine_get_version").Find() == nil
-}
-
-// listenPipe serves a named pipe until the test ends, as containerd's Windows client serves
-// each stdio stream (pkg/cio listens with go-winio and the shim dials).
-func listenPipe(t *testing.T, name string) net.Listener {
-	t.Helper()
-	l, err := winio.ListenPipe(name, nil)
-	if err != nil {
-		t.Fatalf("listen on %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	if underWine() {
-		// Wine 8: go-winio's first pipe instance is not kept "initially disconnected" and the
-		// first real client hangs on it (cf. go-winio issues 173 and 313); one dummy client
-		// opened and closed right after ListenPipe clears it. Windows needs no such thing.
-		short := 5 * time.Second
-		c, err := winio.DialPipe(name, &short)
-		if err != nil {
-			t.Fatalf("dummy client of %s (the Wine work-around): %v", name, err)
-		}
-		_ = c.Close()
-	}
-	return l
-}
-
 // clientStdin is containerd's client side of a process's stdin: a named pipe that, once the
 // shim connects, carries data and is then closed by the client. The write runs in the
 // background: a pipe made with no buffer sizes (as containerd makes it) may accept a write
@@ -67,7 +36,7 @@ func listenPipe(t *testing.T, name string) net.Listener {
 func clientStdin(t *testing.T, _, data string) string {
 	t.Helper()
 	name := fmt.Sprintf(`\\.\pipe\runhcs-test-%d-%s-stdin`, os.Getpid(), strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()))
-	l := listenPipe(t, name)
+	l := wintest.ListenPipe(t, name)
 	go func() {
 		c, err := l.Accept()
 		if err != nil {
@@ -87,7 +56,7 @@ func TestStartJoinsPodShim(t *testing.T) {
 	// A namespace of this test's own, so the pipe cannot be one a real shim on this host serves.
 	ns := fmt.Sprintf("runhcs-test-%d", os.Getpid())
 	podPipe := pipeAddress(ns, "sandbox1")
-	l := listenPipe(t, podPipe)
+	l := wintest.ListenPipe(t, podPipe)
 	go func() {
 		for {
 			c, err := l.Accept()

@@ -12,19 +12,12 @@ import (
 	"testing"
 	"time"
 
-	winio "github.com/Microsoft/go-winio"
-	"golang.org/x/sys/windows"
+	"github.com/openhcs/runhcs/internal/wintest"
 )
 
 // These tests run the Windows stdio path for real (under Wine on Linux, see hack/wine): on
 // Windows containerd's client creates a named pipe per stream and the shim dials it
 // (containerd pkg/cio's Windows side listens with go-winio), so here the test is containerd.
-
-// underWine reports whether this process runs under Wine, whose ntdll exports
-// wine_get_version (https://wiki.winehq.org/Developer_FAQ); Windows' does not.
-func underWine() bool {
-	return windows.NewLazySystemDLL("ntdll.dll").NewProc("wine_get_version").Find() == nil
-}
 
 // containerdPipe is containerd's end of one stream: a go-winio listener and the connection the
 // shim makes to it.
@@ -33,25 +26,10 @@ type containerdPipe struct {
 	accepted chan net.Conn
 }
 
-// listenPipe serves name until the test ends. Under Wine 8 go-winio's first pipe instance is
-// not kept "initially disconnected", so the first real client lands on it and hangs (cf.
-// go-winio issues 173 and 313); opening and closing one dummy client right after ListenPipe
-// clears that, and the dummy never reaches Accept. Windows needs no such thing.
+// listenPipe serves name until the test ends and hands over the shim's connection.
 func listenPipe(t *testing.T, name string) *containerdPipe {
 	t.Helper()
-	l, err := winio.ListenPipe(name, nil)
-	if err != nil {
-		t.Fatalf("listen on %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	if underWine() {
-		short := 5 * time.Second
-		c, err := winio.DialPipe(name, &short)
-		if err != nil {
-			t.Fatalf("dummy client of %s (the Wine work-around): %v", name, err)
-		}
-		_ = c.Close()
-	}
+	l := wintest.ListenPipe(t, name)
 	p := &containerdPipe{name: name, accepted: make(chan net.Conn, 1)}
 	go func() {
 		c, err := l.Accept()
