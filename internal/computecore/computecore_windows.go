@@ -209,11 +209,7 @@ func (d *dll) OpenComputeSystem(id string, requestedAccess uint32) (System, erro
 // more callbacks for it, so its registrations can go.
 func (d *dll) CloseComputeSystem(cs System) {
 	hcsCloseComputeSystem(cs)
-	d.mu.Lock()
-	keys := d.systemKeys[cs]
-	delete(d.systemKeys, cs)
-	d.mu.Unlock()
-	unregister(keys...)
+	releaseCallbacks(d, d.systemKeys, cs)
 }
 
 func (d *dll) EnumerateComputeSystems(query string, op Operation) error {
@@ -272,19 +268,9 @@ func (d *dll) WaitForComputeSystemExit(cs System, timeoutMs uint32) (string, err
 }
 
 func (d *dll) SetComputeSystemCallback(cs System, options EventOptions, context uintptr, callback EventCallback) error {
-	key := register(callback, context)
-	var cb uintptr
-	if callback != nil {
-		cb, _ = trampolines()
-	}
-	if err := hresult(hcsSetComputeSystemCallback(cs, options, key, cb)); err != nil {
-		unregister(key)
-		return err
-	}
-	d.mu.Lock()
-	d.systemKeys[cs] = append(d.systemKeys[cs], key)
-	d.mu.Unlock()
-	return nil
+	return setCallback(d, d.systemKeys, cs, context, callback, func(key, cb uintptr) int32 {
+		return hcsSetComputeSystemCallback(cs, options, key, cb)
+	})
 }
 
 func (d *dll) CreateProcess(cs System, processParameters string, op Operation, securityDescriptor uintptr) (Process, error) {
@@ -309,11 +295,7 @@ func (d *dll) OpenProcess(cs System, processID uint32, requestedAccess uint32) (
 
 func (d *dll) CloseProcess(p Process) {
 	hcsCloseProcess(p)
-	d.mu.Lock()
-	keys := d.procKeys[p]
-	delete(d.procKeys, p)
-	d.mu.Unlock()
-	unregister(keys...)
+	releaseCallbacks(d, d.procKeys, p)
 }
 
 // processCall runs one of the HcsXxxProcess(p, op, options) functions.
@@ -356,19 +338,38 @@ func (d *dll) WaitForProcessExit(p Process, timeoutMs uint32) (string, error) {
 }
 
 func (d *dll) SetProcessCallback(p Process, options EventOptions, context uintptr, callback EventCallback) error {
+	return setCallback(d, d.procKeys, p, context, callback, func(key, cb uintptr) int32 {
+		return hcsSetProcessCallback(p, options, key, cb)
+	})
+}
+
+// setCallback registers callback under a new registry key, passes the key and the event
+// trampoline to set (HcsSetComputeSystemCallback or HcsSetProcessCallback for handle h), and
+// remembers the key with h in keys (d.systemKeys or d.procKeys) so that closing h releases it.
+func setCallback[H comparable](d *dll, keys map[H][]uintptr, h H, context uintptr, callback EventCallback, set func(key, cb uintptr) int32) error {
 	key := register(callback, context)
 	var cb uintptr
 	if callback != nil {
 		cb, _ = trampolines()
 	}
-	if err := hresult(hcsSetProcessCallback(p, options, key, cb)); err != nil {
+	if err := hresult(set(key, cb)); err != nil {
 		unregister(key)
 		return err
 	}
 	d.mu.Lock()
-	d.procKeys[p] = append(d.procKeys[p], key)
+	keys[h] = append(keys[h], key)
 	d.mu.Unlock()
 	return nil
+}
+
+// releaseCallbacks forgets the registry keys of handle h, which its Close just closed: once
+// HcsClose… returns, HCS makes no more callbacks for it.
+func releaseCallbacks[H comparable](d *dll, keys map[H][]uintptr, h H) {
+	d.mu.Lock()
+	ks := keys[h]
+	delete(keys, h)
+	d.mu.Unlock()
+	unregister(ks...)
 }
 
 func (d *dll) GetServiceProperties(propertyQuery string) (string, error) {
