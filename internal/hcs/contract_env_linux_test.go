@@ -153,19 +153,14 @@ func goBuild(root, out, pkg string, extraEnv []string) error {
 	return nil
 }
 
-// buildImage makes the test image: the workload at workload\workload.exe and
-// Windows\System32\workload.exe, as in the test images of test/. It is ./test/workload when the
-// module has it, else the small program in testdata/miniworkload.
+// buildImage makes the test image: ./test/workload at workload\workload.exe and
+// Windows\System32\workload.exe, as in the test images of test/.
 func buildImage(root, image string) error {
 	exe := filepath.Join(image, "workload", "workload.exe")
 	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
 		return err
 	}
-	pkg := "./test/workload"
-	if _, err := os.Stat(filepath.Join(root, "test", "workload", "main.go")); err != nil {
-		pkg = "./internal/hcs/testdata/miniworkload"
-	}
-	if err := goBuild(root, exe, pkg, nil); err != nil {
+	if err := goBuild(root, exe, "./test/workload", nil); err != nil {
 		return err
 	}
 	sys32 := filepath.Join(image, "Windows", "System32")

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -22,7 +21,8 @@ import (
 )
 
 // These tests run the daemon in-process on a temporary socket and drive it with the real
-// client (computecore.DialEmulator), running a static test program chrooted in a folder that
+// client (computecore.DialEmulator), running the workload of the test images (test/workload,
+// whose documentation lists its subcommands and what they print) chrooted in a folder that
 // stands for a container's volume. They need root (chroot, cgroups, mounts).
 
 func requireRoot(t *testing.T) {
@@ -35,48 +35,22 @@ func requireRoot(t *testing.T) {
 	}
 }
 
-var (
-	testProgOnce sync.Once
-	testProgPath string
-	testProgErr  error
-)
-
-// testProg builds testdata/testprog statically, once per test binary.
-func testProg(t *testing.T) string {
-	t.Helper()
-	testProgOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "hcsemu-testprog-")
-		if err != nil {
-			testProgErr = err
-			return
-		}
-		testProgPath = filepath.Join(dir, "testprog.exe")
-		cmd := exec.Command("go", "build", "-o", testProgPath, "./testdata/testprog")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			testProgErr = fmt.Errorf("build testprog: %v\n%s", err, out)
-		}
-	})
-	if testProgErr != nil {
-		t.Fatal(testProgErr)
-	}
-	return testProgPath
-}
-
-// newVolume makes a container volume holding C:\bin\testprog.exe and C:\Windows\System32.
+// newVolume makes a container volume laid out like the test images' base layer: the workload
+// (test/workload) at C:\workload\workload.exe, and C:\Windows\System32 and C:\data, both empty,
+// so that a PATH lookup must find the workload in its own folder.
 func newVolume(t *testing.T) string {
 	t.Helper()
 	vol := t.TempDir()
-	for _, d := range []string{"bin", "Windows/System32", "data"} {
+	for _, d := range []string{"workload", "Windows/System32", "data"} {
 		if err := os.MkdirAll(filepath.Join(vol, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	b, err := os.ReadFile(testProg(t))
+	b, err := os.ReadFile(workloadBinary.build(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(vol, "bin", "testprog.exe"), b, 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(vol, "workload", "workload.exe"), b, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return vol
@@ -293,7 +267,8 @@ func readAll(t *testing.T, f *os.File) string {
 	return string(b)
 }
 
-const prog = `C:\bin\testprog.exe`
+// prog is the workload, as newVolume places it.
+const prog = `C:\workload\workload.exe`
 
 func TestDaemonProcesses(t *testing.T) {
 	d := startDaemon(t)
@@ -335,12 +310,12 @@ func TestDaemonProcesses(t *testing.T) {
 	})
 	t.Run("environment, working directory and PATH lookup", func(t *testing.T) {
 		s := mustStart(t, api, cs, schema2.ProcessParameters{
-			CommandLine:      `testprog env FOO Path`,
+			CommandLine:      `workload env FOO Path`,
 			WorkingDirectory: `C:\DATA`,
-			Environment:      map[string]string{"FOO": "bar baz", "Path": `C:\Windows\System32;C:\BIN`},
+			Environment:      map[string]string{"FOO": "bar baz", "Path": `C:\Windows\System32;C:\WORKLOAD`},
 			CreateStdOutPipe: true,
 		})
-		if got, want := readAll(t, s.stdout), "FOO=bar baz\nPath=C:\\Windows\\System32;C:\\BIN\n"; got != want {
+		if got, want := readAll(t, s.stdout), "FOO=bar baz\nPath=C:\\Windows\\System32;C:\\WORKLOAD\n"; got != want {
 			t.Errorf("stdout %q, want %q", got, want)
 		}
 		s.exitCode(t)
@@ -403,11 +378,11 @@ func TestDaemonProcesses(t *testing.T) {
 		for _, tt := range []struct {
 			signal schema2.ProcessSignal
 			want   string
-		}{{schema2.SignalCtrlC, "SIGINT"}, {schema2.SignalCtrlBreak, "SIGTERM"}, {schema2.SignalCtrlShutdown, "SIGTERM"}} {
+		}{{schema2.SignalCtrlC, "got SIGINT"}, {schema2.SignalCtrlBreak, "got SIGTERM"}, {schema2.SignalCtrlShutdown, "got SIGTERM"}} {
 			s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + ` wait-signal 7`, CreateStdOutPipe: true})
 			r := bufio.NewReader(s.stdout)
-			if line, _ := r.ReadString('\n'); line != "ready\n" {
-				t.Fatalf("got %q, want ready", line)
+			if line, _ := r.ReadString('\n'); line != "waiting\n" {
+				t.Fatalf("got %q, want waiting", line)
 			}
 			mustRun(t, api, "signal", func(op computecore.Operation) error {
 				return api.SignalProcess(s.p, op, `{"Signal":"`+string(tt.signal)+`"}`)
@@ -440,7 +415,7 @@ func TestDaemonProcesses(t *testing.T) {
 	t.Run("missing program", func(t *testing.T) {
 		op, _ := api.CreateOperation(0, nil)
 		defer api.CloseOperation(op)
-		_, err := api.CreateProcess(cs, `{"CommandLine":"C:\\bin\\nothere.exe a"}`, op, 0)
+		_, err := api.CreateProcess(cs, `{"CommandLine":"C:\\workload\\nothere.exe a"}`, op, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -455,18 +430,19 @@ func TestDaemonProcesses(t *testing.T) {
 		}
 	})
 	t.Run("not a program", func(t *testing.T) {
-		if err := os.WriteFile(filepath.Join(vol, "bin", "text.exe"), []byte("not a program\n"), 0o755); err != nil {
+		if err := os.WriteFile(filepath.Join(vol, "workload", "text.exe"), []byte("not a program\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		_, err := startProcess(t, api, cs, schema2.ProcessParameters{CommandLine: `C:\bin\text.exe`})
+		_, err := startProcess(t, api, cs, schema2.ProcessParameters{CommandLine: `C:\workload\text.exe`})
 		if !errors.Is(err, computecore.E_BAD_EXE_FORMAT) || !strings.Contains(err.Error(), "text.exe") {
 			t.Errorf("error %v, want ERROR_BAD_EXE_FORMAT naming text.exe", err)
 		}
 	})
 	t.Run("statistics, limits and process list", func(t *testing.T) {
-		s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + ` alloc 64`, CreateStdOutPipe: true})
+		// It holds the memory for longer than the test lasts; the test terminates it.
+		s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + ` alloc 64 600`, CreateStdOutPipe: true})
 		r := bufio.NewReader(s.stdout)
-		if line, _ := r.ReadString('\n'); line != "allocated\n" {
+		if line, _ := r.ReadString('\n'); line != "allocated 64 MiB\n" {
 			t.Fatalf("got %q", line)
 		}
 		doc := mustRun(t, api, "properties", func(op computecore.Operation) error {
@@ -489,12 +465,12 @@ func TestDaemonProcesses(t *testing.T) {
 		}
 		found := false
 		for _, p := range props.ProcessList {
-			if p.ProcessId == s.pid && p.ImageName == "testprog.exe" {
+			if p.ProcessId == s.pid && p.ImageName == "workload.exe" {
 				found = true
 			}
 		}
 		if !found {
-			t.Errorf("process list %+v lacks %d testprog.exe", props.ProcessList, s.pid)
+			t.Errorf("process list %+v lacks %d workload.exe", props.ProcessList, s.pid)
 		}
 		if props.State != schema2.StateRunning || props.Id != "procs" || props.Owner != "hcsemu-test" || props.SystemType != schema2.SystemTypeContainer {
 			t.Errorf("basic properties %+v", props)
@@ -538,7 +514,7 @@ func TestDaemonProcesses(t *testing.T) {
 		mustRun(t, api, "map", func(op computecore.Operation) error {
 			return api.ModifyComputeSystem(cs, op, `{"ResourcePath":"Container/MappedDirectories","RequestType":"Add","Settings":`+settings+`}`, 0)
 		})
-		s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + ` read /mnt/host/hello.txt`, CreateStdOutPipe: true})
+		s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + ` read C:\mnt\host\hello.txt`, CreateStdOutPipe: true})
 		if got := readAll(t, s.stdout); got != "from the host" {
 			t.Errorf("read %q", got)
 		}
@@ -698,7 +674,8 @@ func TestDaemonSystemLifecycle(t *testing.T) {
 	t.Run("the memory limit holds", func(t *testing.T) {
 		cs, _ := createSystem(t, api, "oom", `,"Memory":{"SizeInMB":32}`, true)
 		mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + " sleep 600"})
-		s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + " alloc 100", CreateStdOutPipe: true})
+		// Were it not killed it would hold the memory, and so stay in the system, for 10 minutes.
+		s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + " alloc 100 600", CreateStdOutPipe: true})
 		if got := readAll(t, s.stdout); strings.Contains(got, "allocated") {
 			t.Errorf("allocated 100 MiB under a 32 MiB limit")
 		}
@@ -710,10 +687,12 @@ func TestDaemonSystemLifecycle(t *testing.T) {
 		cs, _ := createSystem(t, api, "shutdown", "", true)
 		s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + " wait-signal 3", CreateStdOutPipe: true})
 		r := bufio.NewReader(s.stdout)
-		r.ReadString('\n')
+		if line, _ := r.ReadString('\n'); line != "waiting\n" {
+			t.Fatalf("got %q, want waiting", line)
+		}
 		mustRun(t, api, "shutdown", func(op computecore.Operation) error { return api.ShutDownComputeSystem(cs, op, "") })
-		if line, _ := r.ReadString('\n'); line != "SIGTERM\n" {
-			t.Errorf("got %q, want SIGTERM", line)
+		if line, _ := r.ReadString('\n'); line != "got SIGTERM\n" {
+			t.Errorf("got %q, want got SIGTERM", line)
 		}
 		if code := s.exitCode(t); code != 3 {
 			t.Errorf("exit code %d", code)
@@ -733,7 +712,9 @@ func TestDaemonSystemLifecycle(t *testing.T) {
 	t.Run("shutdown terminates a process that ignores it after the grace period", func(t *testing.T) {
 		cs, _ := createSystem(t, api, "stubborn", "", true)
 		s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + " ignore-signals", CreateStdOutPipe: true})
-		bufio.NewReader(s.stdout).ReadString('\n')
+		if line, _ := bufio.NewReader(s.stdout).ReadString('\n'); line != "ignoring\n" {
+			t.Fatalf("got %q, want ignoring", line)
+		}
 		begin := time.Now()
 		mustRun(t, api, "shutdown", func(op computecore.Operation) error { return api.ShutDownComputeSystem(cs, op, "") })
 		if took := time.Since(begin); took < 2*time.Second {
@@ -749,7 +730,9 @@ func TestDaemonSystemLifecycle(t *testing.T) {
 	t.Run("a cancelled shutdown returns and leaves the system running", func(t *testing.T) {
 		cs, _ := createSystem(t, api, "cancelled", "", true)
 		s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + " ignore-signals", CreateStdOutPipe: true})
-		bufio.NewReader(s.stdout).ReadString('\n')
+		if line, _ := bufio.NewReader(s.stdout).ReadString('\n'); line != "ignoring\n" {
+			t.Fatalf("got %q, want ignoring", line)
+		}
 		op, _ := api.CreateOperation(0, nil)
 		defer api.CloseOperation(op)
 		if err := api.ShutDownComputeSystem(cs, op, ""); err != nil {

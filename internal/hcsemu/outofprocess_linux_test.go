@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -54,7 +53,7 @@ func TestHelperClient(t *testing.T) {
 func TestDaemonOutOfProcess(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir()
-	bin := buildHcsemu(t)
+	bin := hcsemuBinary.build(t)
 	addr := filepath.Join(dir, "run", "hcsemu.sock")
 	daemon := exec.Command(bin, "--address", addr, "--root", filepath.Join(dir, "root"), "--os-version", "10.0.17763.1", "--log-level", "debug")
 	daemonLog, _ := os.Create(filepath.Join(dir, "hcsemu.log"))
@@ -226,36 +225,10 @@ func TestDaemonOutOfProcess(t *testing.T) {
 	}
 }
 
-var (
-	hcsemuOnce sync.Once
-	hcsemuPath string
-	hcsemuErr  error
-)
-
-// buildHcsemu builds cmd/hcsemu once per test binary.
-func buildHcsemu(t *testing.T) string {
-	t.Helper()
-	hcsemuOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "hcsemu-bin-")
-		if err != nil {
-			hcsemuErr = err
-			return
-		}
-		hcsemuPath = filepath.Join(dir, "hcsemu")
-		if out, err := exec.Command("go", "build", "-o", hcsemuPath, "../../cmd/hcsemu").CombinedOutput(); err != nil {
-			hcsemuErr = fmt.Errorf("build hcsemu: %v\n%s", err, out)
-		}
-	})
-	if hcsemuErr != nil {
-		t.Fatal(hcsemuErr)
-	}
-	return hcsemuPath
-}
-
 // TestDaemonFlags: bad listening flags stop the daemon before it touches anything, with exit
 // status 2 and a message naming the flag and value.
 func TestDaemonFlags(t *testing.T) {
-	bin := buildHcsemu(t)
+	bin := hcsemuBinary.build(t)
 	dir := t.TempDir()
 	tests := []struct {
 		name string

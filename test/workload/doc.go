@@ -12,10 +12,14 @@
 //	pwd                   print the working directory
 //	write PATH TEXT       write TEXT to PATH (creating its folders)
 //	read PATH             print the contents of PATH
-//	tty                   print "tty" if stdout is a terminal (a console on Windows), else "notty"
+//	tty [size]            print "tty" if stdout is a terminal (a console on Windows), else "notty";
+//	                      with "size", then wait for a line on stdin (so a test can resize the
+//	                      console in between) and print "size ROWS COLS" (Linux and Windows)
 //	wait-signal EXITCODE  print "waiting", wait for SIGINT/SIGTERM (on Windows a console control
 //	                      event, which Go delivers as the same two), print "got SIGINT" or
 //	                      "got SIGTERM" and exit with EXITCODE
+//	ignore-signals        print "ignoring", then catch and drop SIGINT/SIGTERM (console control
+//	                      events) until killed
 //	alloc MB [SECONDS]    allocate and touch MB MiB, print "allocated MB MiB", hold it SECONDS
 //	spin SECONDS          keep one CPU busy for SECONDS
 //

@@ -113,18 +113,18 @@ func dispatch(cmd string, args []string, stdin io.Reader, stdout, stderr io.Writ
 		_, err = stdout.Write(b)
 		return err
 	case "tty":
-		word := "notty"
-		if isTerminal(os.Stdout) {
-			word = "tty"
-		}
-		_, err := fmt.Fprintln(stdout, word)
-		return err
+		return tty(stdin, stdout, args)
 	case "wait-signal":
 		n, err := intArg(args, 0, "exit code")
 		if err != nil {
 			return err
 		}
 		return waitSignal(stdout, n)
+	case "ignore-signals":
+		if len(args) != 0 {
+			return usageError{fmt.Sprintf("takes no arguments, got %q", args)}
+		}
+		return ignoreSignals(stdout)
 	case "alloc":
 		return alloc(stdout, args)
 	case "spin":
@@ -196,6 +196,60 @@ func waitSignal(w io.Writer, code int) error {
 	}
 	fmt.Fprintln(w, "got", name)
 	return exitCode(code)
+}
+
+// ignoreSignals prints "ignoring" and then outlives every interrupt and termination request until
+// it is killed, for tests of how a stop treats a process that will not stop. It catches the
+// signals and drops them rather than calling signal.Ignore, because on Windows the Go runtime's
+// console control handler reports an event as handled only when the program asked to be notified
+// of it; an ignored one falls through to the default handler, which ends the process. (Windows
+// still ends a process some seconds after a close, logoff or shutdown event, whatever it does.)
+func ignoreSignals(w io.Writer) error {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	// As for wait-signal: the line says the handler is in place.
+	if _, err := fmt.Fprintln(w, "ignoring"); err != nil {
+		return err
+	}
+	for range ch {
+	}
+	return nil // not reached: nothing closes ch
+}
+
+// tty prints "tty" if stdout is a terminal (a console on Windows), else "notty". With "size" it
+// then waits for a line on stdin, so that a test can resize the console after the first line and
+// before the answer, and prints the console's size as "size ROWS COLS".
+func tty(stdin io.Reader, stdout io.Writer, args []string) error {
+	withSize := false
+	switch {
+	case len(args) == 0:
+	case len(args) == 1 && args[0] == "size":
+		withSize = true
+	default:
+		return usageError{fmt.Sprintf(`want no argument or "size", got %q`, args)}
+	}
+	// Only a file can be a terminal; run's callers pass os.Stdout, tests a buffer.
+	f, _ := stdout.(*os.File)
+	word := "notty"
+	if f != nil && isTerminal(f) {
+		word = "tty"
+	}
+	if _, err := fmt.Fprintln(stdout, word); err != nil || !withSize {
+		return err
+	}
+	// End of input also lets it go on: a test that closes stdin instead of writing a line.
+	if _, err := bufio.NewReader(stdin).ReadString('\n'); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read stdin: %w", err)
+	}
+	if f == nil {
+		return errors.New("stdout is not a file, so it has no console size")
+	}
+	rows, cols, err := consoleSize(f)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "size %d %d\n", rows, cols)
+	return err
 }
 
 // sink keeps alloc's memory reachable so the compiler and GC cannot drop it.

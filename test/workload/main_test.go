@@ -45,6 +45,10 @@ func TestRun(t *testing.T) {
 		{name: "read", args: []string{"read", file}, wantStdout: "some text"},
 		{name: "read missing", args: []string{"read", filepath.Join(dir, "nope")}, wantCode: 1, wantStderr: "nope"},
 		{name: "write usage", args: []string{"write", file}, wantCode: 2, wantStderr: "want PATH TEXT"},
+		{name: "tty without a terminal", args: []string{"tty"}, wantStdout: "notty\n"},
+		{name: "tty size without a terminal", args: []string{"tty", "size"}, stdin: "\n", wantCode: 1, wantStdout: "notty\n", wantStderr: "stdout is not a file"},
+		{name: "tty bad argument", args: []string{"tty", "width"}, wantCode: 2, wantStderr: `want no argument or "size", got ["width"]`},
+		{name: "ignore-signals usage", args: []string{"ignore-signals", "5"}, wantCode: 2, wantStderr: `takes no arguments, got ["5"]`},
 		{name: "alloc", args: []string{"alloc", "2"}, wantStdout: "allocated 2 MiB\n"},
 		{name: "alloc negative", args: []string{"alloc", "-2"}, wantCode: 2, wantStderr: "negative"},
 		{name: "spin", args: []string{"spin", "0.01"}},
@@ -91,6 +95,28 @@ func TestEnvAllSorted(t *testing.T) {
 	}
 }
 
+// TestConsoleSizeOfAPipe: a pipe has no console size, and the error says which call refused it
+// (or, where there is none, that the platform has no tty size).
+func TestConsoleSizeOfAPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	want := map[string]string{"linux": "TIOCGWINSZ", "windows": "GetConsoleScreenBufferInfo"}[runtime.GOOS]
+	if want == "" {
+		want = "not supported"
+	}
+	rows, cols, err := consoleSize(w)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("consoleSize(pipe) = %d, %d, %v; want an error naming %s", rows, cols, err, want)
+	}
+	if isTerminal(w) {
+		t.Error("isTerminal(pipe) = true")
+	}
+}
+
 // buildWorkload builds the real binary once for the tests that need a process.
 func buildWorkload(t *testing.T) string {
 	t.Helper()
@@ -134,6 +160,88 @@ func TestProcess(t *testing.T) {
 		out, _ := io.ReadAll(ptmx) // ends with EIO once the slave side is closed
 		if strings.TrimSpace(string(out)) != "tty" {
 			t.Fatalf("tty on a pty printed %q, want tty", out)
+		}
+	})
+
+	t.Run("tty size on a pty", func(t *testing.T) {
+		ptmx, tty, err := pty.Open()
+		if err != nil {
+			t.Fatalf("open pty: %v", err)
+		}
+		defer ptmx.Close()
+		if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 25, Cols: 80}); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "tty", "size")
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		tty.Close()
+		defer cmd.Process.Kill()
+		r := bufio.NewReader(ptmx)
+		if line, err := r.ReadString('\n'); err != nil || strings.TrimSpace(line) != "tty" {
+			t.Fatalf("first line %q, %v; want tty", line, err)
+		}
+		// The size asked for is the one at the time of the answer, not at the start.
+		if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ptmx.WriteString("\n"); err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		for !strings.Contains(out.String(), "size") {
+			line, err := r.ReadString('\n') // the echoed newline comes first
+			out.WriteString(line)
+			if err != nil {
+				break
+			}
+		}
+		if !strings.Contains(out.String(), "size 30 100\r\n") {
+			t.Errorf("output after the resize %q, want size 30 100", out.String())
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("tty size: %v", err)
+		}
+	})
+
+	t.Run("ignore-signals", func(t *testing.T) {
+		cmd := exec.Command(bin, "ignore-signals")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ignoring\n" {
+			_ = cmd.Process.Kill()
+			t.Fatalf("first line = %q, %v; want ignoring", line, err)
+		}
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGINT} {
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Either signal ends an unprepared process at once; half a second is plenty to see it.
+		select {
+		case err := <-done:
+			t.Fatalf("ignore-signals ended after SIGINT and SIGTERM: %v", err)
+		case <-time.After(500 * time.Millisecond):
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("ignore-signals did not end after SIGKILL")
+		}
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+			t.Errorf("ended with %v, want killed by SIGKILL", cmd.ProcessState)
 		}
 	})
 
