@@ -39,6 +39,7 @@ type fakeDaemon struct {
 	conn     net.Conn // the stand-in's control connection
 	received map[string][]string
 	streams  map[string]chan net.Conn // by token+slot
+	released []string                 // holds dropped on slowCloseID, in order ("system", "process")
 	sendMu   sync.Mutex
 }
 
@@ -210,12 +211,14 @@ func (d *fakeDaemon) answer(f *wire.Frame) {
 	case wire.MethodOpenComputeSystem:
 		var a wire.OpenSystemArgs
 		_ = json.Unmarshal(f.Args, &a)
-		if a.ID != "c1" {
+		if a.ID != "c1" && a.ID != slowCloseID {
 			fail(HCS_E_SYSTEM_NOT_FOUND, "")
 			break
 		}
 		resp["reply"] = wire.SystemReply{Instance: 7}
-	case wire.MethodStartComputeSystem, wire.MethodCloseComputeSystem, wire.MethodCloseProcess, wire.MethodCancel:
+	case wire.MethodCloseComputeSystem, wire.MethodCloseProcess:
+		d.release(f)
+	case wire.MethodStartComputeSystem, wire.MethodCancel:
 	case wire.MethodGetComputeSystemProperties:
 		resp["result"] = `{"Id":"c1","Name":"` + unicode + `","State":"Running"}`
 	case wire.MethodTerminateComputeSystem:
@@ -230,11 +233,11 @@ func (d *fakeDaemon) answer(f *wire.Frame) {
 	case wire.MethodOpenProcess:
 		var a wire.ProcessRef
 		_ = json.Unmarshal(f.Args, &a)
-		if a.PID != 42 {
+		if a.PID != 42 && a.System.ID != slowCloseID {
 			fail(HCS_E_PROCESS_INFO_NOT_AVAILABLE, "")
 			break
 		}
-		resp["reply"] = wire.ProcessReply{PID: 42}
+		resp["reply"] = wire.ProcessReply{PID: a.PID}
 	case wire.MethodCreateProcess:
 		var a wire.CreateProcessArgs
 		_ = json.Unmarshal(f.Args, &a)
@@ -245,6 +248,39 @@ func (d *fakeDaemon) answer(f *wire.Frame) {
 		fail(E_NOTIMPL, "")
 	}
 	d.send(resp)
+}
+
+// slowCloseID is a system whose handles the fake releases slowly, as a busy daemon might: the
+// hold is dropped only after a pause, then answered.
+const slowCloseID = "slow-close"
+
+// release drops a connection's hold (CloseComputeSystem, CloseProcess). For slowCloseID it first
+// waits, so that a close that does not wait for the daemon's answer returns before the hold is
+// gone.
+func (d *fakeDaemon) release(f *wire.Frame) {
+	var sys wire.SystemArgs
+	var proc wire.ProcessArgs
+	kind, id := "system", ""
+	if f.Method == wire.MethodCloseProcess {
+		_ = json.Unmarshal(f.Args, &proc)
+		kind, id = "process", proc.Process.System.ID
+	} else {
+		_ = json.Unmarshal(f.Args, &sys)
+		id = sys.System.ID
+	}
+	if id != slowCloseID {
+		return
+	}
+	time.Sleep(300 * time.Millisecond)
+	d.mu.Lock()
+	d.released = append(d.released, kind)
+	d.mu.Unlock()
+}
+
+func (d *fakeDaemon) releasedHolds() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.released...)
 }
 
 // runUpper is the emulated process: it writes its stdin upper-cased to stdout and "done" to
@@ -566,5 +602,30 @@ func TestStandInServiceProperties(t *testing.T) {
 	doc, err := api.GetServiceProperties(`{"PropertyTypes":["Basic"]}`)
 	if err != nil || doc != `{"Properties":[{"Version":"10.0.20348.1"}]}` {
 		t.Errorf("GetServiceProperties = %q, %v", doc, err)
+	}
+}
+
+// HcsCloseProcess and HcsCloseComputeSystem are synchronous: when they return, the daemon has
+// dropped the handle's hold, so that a stopped system whose last handle closed cannot be opened
+// again (the contract suite's client-death test depends on it). The fake takes its time to drop
+// a hold on slowCloseID; a close that did not wait for its answer would return before that.
+func TestStandInCloseWaitsForTheDaemon(t *testing.T) {
+	api, d := standInAPI(t)
+	cs, err := api.OpenComputeSystem(slowCloseID, GenericAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := api.OpenProcess(cs, 43, GenericAll)
+	if err != nil {
+		api.CloseComputeSystem(cs)
+		t.Fatal(err)
+	}
+	api.CloseProcess(p)
+	if got := d.releasedHolds(); len(got) != 1 || got[0] != "process" {
+		t.Errorf("after CloseProcess returned, the daemon had released %v; want [process]", got)
+	}
+	api.CloseComputeSystem(cs)
+	if got := d.releasedHolds(); len(got) != 2 || got[1] != "system" {
+		t.Errorf("after CloseComputeSystem returned, the daemon had released %v; want [process system]", got)
 	}
 }

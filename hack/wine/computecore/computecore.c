@@ -1258,6 +1258,25 @@ static void unlink_proc(struct proc *p)
 		}
 }
 
+/*
+ * release_hold asks the daemon to drop this connection's hold on a system or process
+ * (CloseComputeSystem / CloseProcess) and waits for its answer. HcsCloseComputeSystem and
+ * HcsCloseProcess are synchronous: when they return, the handle no longer keeps the object, so
+ * a stopped system whose last handle this was can no longer be opened (HCS_E_SYSTEM_NOT_FOUND).
+ * Sent without waiting, the close raced a following request on the same connection, which the
+ * daemon serves concurrently, and an OpenComputeSystem right after the close could still find
+ * the system. Waiting here is safe from a callback: responses are read on the reader thread,
+ * callbacks run on the dispatcher thread. The answer itself carries nothing to report: the
+ * functions return void, and a gone daemon has dropped every hold already.
+ */
+static void release_hold(const char *method, const char *args)
+{
+	struct request *r = NULL;
+
+	call(method, args, NULL, OP_NONE, R_PLAIN, NULL, NULL, &r);
+	free_request(r);
+}
+
 EXPORT void WINAPI HcsCloseComputeSystem(HCS_SYSTEM cs)
 {
 	struct sys *s = cs;
@@ -1272,13 +1291,7 @@ EXPORT void WINAPI HcsCloseComputeSystem(HCS_SYSTEM cs)
 	s->closed = 1;
 	if (tell && buf_adds(&a, "{\"system\":") && add_sysref(&a, s->id, s->instance) && buf_adds(&a, "}")) {
 		LeaveCriticalSection(&mu);
-		/* Let the daemon drop this connection's hold; no one waits for the answer. */
-		struct op *o = HcsCreateOperation(NULL, NULL);
-
-		if (o != NULL) {
-			call("CloseComputeSystem", a.data, o, OP_NONE, R_PLAIN, NULL, NULL, NULL);
-			HcsCloseOperation(o);
-		}
+		release_hold("CloseComputeSystem", a.data);
 		EnterCriticalSection(&mu);
 	}
 	buf_free(&a);
@@ -1491,12 +1504,7 @@ EXPORT void WINAPI HcsCloseProcess(HCS_PROCESS hp)
 	if (tell && buf_adds(&a, "{\"process\":{\"system\":") && add_sysref(&a, p->sys_id, p->instance) &&
 	    buf_adds(&a, ",\"pid\":") && buf_adds(&a, num) && buf_adds(&a, "}}")) {
 		LeaveCriticalSection(&mu);
-		struct op *o = HcsCreateOperation(NULL, NULL);
-
-		if (o != NULL) {
-			call("CloseProcess", a.data, o, OP_NONE, R_PLAIN, NULL, NULL, NULL);
-			HcsCloseOperation(o);
-		}
+		release_hold("CloseProcess", a.data);
 		EnterCriticalSection(&mu);
 	}
 	buf_free(&a);
