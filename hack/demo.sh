@@ -5,8 +5,8 @@
 # output and tears everything down. Nothing is left running or mounted, also when interrupted:
 # the demo program (test/e2e/cmd/demo) cleans up on exit, Ctrl-C and SIGTERM.
 #
-#   sudo hack/demo.sh [-containerd 1.7] [-show-logs] [-- COMMAND ARGS…]
-#   e.g. sudo hack/demo.sh -- 'C:\workload\workload.exe' env PATH
+#   hack/demo.sh [-containerd 1.7] [-show-logs] [-- COMMAND ARGS…]
+#   e.g. hack/demo.sh -- 'C:\workload\workload.exe' env PATH
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

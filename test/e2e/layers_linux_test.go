@@ -76,3 +76,38 @@ func TestImageLayers(t *testing.T) {
 		})
 	}
 }
+
+// TestImportThroughTransferService imports with containerd 2.x's ctr, whose `image import` goes
+// through the daemon's transfer service, also into containerd 1.7: the README recommends 2.x's
+// ctr against both, and the transfer service unpacks only with an unpack_config entry for the
+// image's platform (without one, 1.7 answers "no unpack platforms defined"). The container then
+// runs from the layers that the service unpacked into the wcow snapshotter.
+func TestImportThroughTransferService(t *testing.T) {
+	env := harness.Start(t, harness.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	workload, err := harness.Workload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := image.Default(workload)
+	img.Name = "docker.io/runhcs/transfer:latest"
+	img.Layers[0] = image.BaseLayer(workload, image.BaseOptions{Extra: []image.Entry{
+		{Path: "Files/data/unpacked.txt", Data: []byte("unpacked by the transfer service")},
+	}})
+	path := filepath.Join(t.TempDir(), "transfer.tar")
+	if err := img.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.ImportImageTransfer(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.CtrRun(ctx, "transfer-import", img.Name, nil, image.WorkloadPath, "read", `C:\data\unpacked.txt`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 || res.Stdout != "unpacked by the transfer service" {
+		t.Fatalf("exit code %d, stdout %q, stderr %q; want 0 and the file's text", res.ExitCode, res.Stdout, res.Stderr)
+	}
+}

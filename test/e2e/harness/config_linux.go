@@ -88,21 +88,26 @@ func containerdConfig(p configParams) (string, error) {
 	w("[plugins]")
 	// Client-side unpacks (ctr run, ctr image import in 1.7, the Go client's Unpack) go through
 	// the diff service, which tries its differs in order and moves on when one answers "not
-	// implemented" (a mount it does not handle); the transfer service (ctr image import in 2.x)
-	// uses unpack_config instead.
+	// implemented" (a mount it does not handle); the transfer service uses unpack_config instead.
 	w("  [plugins.\"io.containerd.service.v1.diff-service\"]")
 	w("    default = [%s, \"walking\"]", q(Differ))
 	w("  [plugins.\"io.containerd.internal.v1.opt\"]")
 	w("    path = %s", q(p.OptDir))
 	w("  [plugins.\"io.containerd.runtime.v2.task\"]")
 	w("    platforms = [\"linux/amd64\", %s]", q(Platform))
-	if p.Version == "2" {
-		w("  [plugins.\"io.containerd.transfer.v1.local\"]")
-		w("    [[plugins.\"io.containerd.transfer.v1.local\".unpack_config]]")
-		w("      platform = %s", q(Platform))
-		w("      snapshotter = %s", q(Snapshotter))
-		w("      differ = %s", q(Differ))
-	} else {
+	// The transfer service (2.x's ctr image import and pull, CRI pulls) reads unpack_config in
+	// both versions (1.7.35: plugins/transfer/plugin.go) and does not fall back across differs:
+	// one entry per platform. Defining it replaces containerd's default, so the Linux entry stays.
+	w("  [plugins.\"io.containerd.transfer.v1.local\"]")
+	w("    [[plugins.\"io.containerd.transfer.v1.local\".unpack_config]]")
+	w("      platform = \"linux/amd64\"")
+	w("      snapshotter = \"overlayfs\"")
+	w("      differ = \"walking\"")
+	w("    [[plugins.\"io.containerd.transfer.v1.local\".unpack_config]]")
+	w("      platform = %s", q(Platform))
+	w("      snapshotter = %s", q(Snapshotter))
+	w("      differ = %s", q(Differ))
+	if p.Version == "1.7" {
 		// No Prometheus cgroup metrics: the harness does not put containerd in a cgroup.
 		w("  [plugins.\"io.containerd.monitor.v1.cgroups\"]")
 		w("    no_prometheus = true")

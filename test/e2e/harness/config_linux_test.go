@@ -17,12 +17,11 @@ func TestContainerdConfig(t *testing.T) {
 		version     string
 		cri         bool
 		wantVersion int64
-		wantUnpack  bool
 		wantErr     string
 	}{
-		{name: "containerd 2", version: "2", wantVersion: 3, wantUnpack: true},
+		{name: "containerd 2", version: "2", wantVersion: 3},
 		{name: "containerd 1.7", version: "1.7", wantVersion: 2},
-		{name: "containerd 2 with CRI", version: "2", cri: true, wantVersion: 3, wantUnpack: true},
+		{name: "containerd 2 with CRI", version: "2", cri: true, wantVersion: 3},
 		{name: "unknown", version: "1.6", wantErr: `containerd version "1.6"`},
 	}
 	for _, tt := range tests {
@@ -69,9 +68,24 @@ func TestContainerdConfig(t *testing.T) {
 			if d := diff["default"].([]any); len(d) == 0 || d[0] != Differ {
 				t.Errorf("diff-service default = %v, want %s first", d, Differ)
 			}
-			_, unpack := plugins["io.containerd.transfer.v1.local"]
-			if unpack != tt.wantUnpack {
-				t.Errorf("transfer unpack_config present = %v, want %v", unpack, tt.wantUnpack)
+			// Both versions' transfer services read unpack_config: a Linux entry (defining the
+			// list replaces containerd's default) and the Windows one on the wcow plugins.
+			transfer, _ := plugins["io.containerd.transfer.v1.local"].(map[string]any)
+			unpack, _ := transfer["unpack_config"].([]any)
+			want := []map[string]any{
+				{"platform": "linux/amd64", "snapshotter": "overlayfs", "differ": "walking"},
+				{"platform": Platform, "snapshotter": Snapshotter, "differ": Differ},
+			}
+			if len(unpack) != len(want) {
+				t.Fatalf("transfer unpack_config = %v, want %v", unpack, want)
+			}
+			for i, w := range want {
+				got, _ := unpack[i].(map[string]any)
+				for k, v := range w {
+					if got[k] != v {
+						t.Errorf("unpack_config[%d].%s = %v, want %v", i, k, got[k], v)
+					}
+				}
 			}
 			if _, ok := plugins["io.containerd.gc.v1.scheduler"]; !ok {
 				t.Errorf("extra config was not appended")

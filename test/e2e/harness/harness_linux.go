@@ -354,6 +354,17 @@ func (e *Env) ImportImage(ctx context.Context, path string) error {
 	return nil
 }
 
+// ImportImageTransfer imports like ImportImage but with containerd 2.x's ctr (RunCtr), whose
+// `image import` goes through the daemon's transfer service and so its unpack_config, for
+// either daemon version: what the README recommends for running Windows images on Linux.
+func (e *Env) ImportImageTransfer(ctx context.Context, path string) error {
+	_, stderr, err := e.ctr(ctx, e.Bin.RunCtr, nil, "image", "import", "--platform", Platform, "--snapshotter", Snapshotter, path)
+	if err != nil {
+		return fmt.Errorf("ctr (2.x) image import %s: %w: %s", path, err, strings.TrimSpace(stderr))
+	}
+	return nil
+}
+
 // Client returns a containerd Go client of this environment (namespace Namespace), closed by
 // Close; it fails t if containerd does not answer.
 func (e *Env) Client(t testing.TB) *containerd.Client {
