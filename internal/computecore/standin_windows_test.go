@@ -40,7 +40,12 @@ type fakeDaemon struct {
 	received map[string][]string
 	streams  map[string]chan net.Conn // by token+slot
 	released []string                 // holds dropped on slowCloseID, in order ("system", "process")
-	sendMu   sync.Mutex
+	// The upper process's input so far and whether it ended, of the newest process, and what
+	// they were when a ModifyProcess(CloseHandle StdIn) arrived.
+	stdinSeen    []byte
+	stdinEOF     bool
+	stdinAtClose string
+	sendMu       sync.Mutex
 }
 
 var (
@@ -218,6 +223,10 @@ func (d *fakeDaemon) answer(f *wire.Frame) {
 		resp["reply"] = wire.SystemReply{Instance: 7}
 	case wire.MethodCloseComputeSystem, wire.MethodCloseProcess:
 		d.release(f)
+	case wire.MethodModifyProcess:
+		d.mu.Lock()
+		d.stdinAtClose = fmt.Sprintf("%q eof=%v", d.stdinSeen, d.stdinEOF)
+		d.mu.Unlock()
 	case wire.MethodStartComputeSystem, wire.MethodCancel:
 	case wire.MethodGetComputeSystemProperties:
 		resp["result"] = `{"Id":"c1","Name":"` + unicode + `","State":"Running"}`
@@ -294,7 +303,20 @@ func (d *fakeDaemon) runUpper(token string, sys wire.SystemRef) {
 			return
 		}
 	}
-	in, _ := io.ReadAll(conns[0])
+	d.mu.Lock()
+	d.stdinSeen, d.stdinEOF = nil, false
+	d.mu.Unlock()
+	var in []byte
+	for buf := make([]byte, 4096); ; {
+		n, err := conns[0].Read(buf)
+		in = append(in, buf[:n]...)
+		d.mu.Lock()
+		d.stdinSeen, d.stdinEOF = append([]byte(nil), in...), err != nil
+		d.mu.Unlock()
+		if err != nil {
+			break
+		}
+	}
 	_, _ = conns[1].Write([]byte(strings.ToUpper(string(in))))
 	_, _ = conns[2].Write([]byte("done"))
 	for _, c := range conns {
@@ -627,5 +649,58 @@ func TestStandInCloseWaitsForTheDaemon(t *testing.T) {
 	api.CloseComputeSystem(cs)
 	if got := d.releasedHolds(); len(got) != 2 || got[1] != "system" {
 		t.Errorf("after CloseComputeSystem returned, the daemon had released %v; want [process system]", got)
+	}
+}
+
+// HcsModifyProcess(CloseHandle StdIn) ends the process's input after what the caller wrote into
+// its stdin pipe before the call: on Windows the caller writes straight into the process's pipe.
+// The stand-in relays stdin over its own connection, so it must have delivered those bytes, and
+// the end of input, before the request reaches the daemon, which closes the process's stdin at
+// once.
+func TestStandInCloseStdinAfterWrites(t *testing.T) {
+	api, d := standInAPI(t)
+	cs, err := api.OpenComputeSystem("c1", GenericAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.CloseComputeSystem(cs)
+	op, _ := api.CreateOperation(0, nil)
+	defer api.CloseOperation(op)
+	p, err := api.CreateProcess(cs, `{"CommandLine":"upper","CreateStdInPipe":true,"CreateStdOutPipe":true,"CreateStdErrPipe":true}`, op, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.CloseProcess(p)
+	info, _, err := api.WaitForOperationResultAndProcessInfo(op, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin := os.NewFile(info.StdInput, "stdin")
+	stdout := os.NewFile(info.StdOutput, "stdout")
+	defer stdin.Close()
+	defer stdout.Close()
+	defer os.NewFile(info.StdError, "stderr").Close()
+	for _, part := range []string{"written ", "before ", "the close"} {
+		if _, err := stdin.Write([]byte(part)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mop, _ := api.CreateOperation(0, nil)
+	defer api.CloseOperation(mop)
+	if err := api.ModifyProcess(p, mop, `{"Operation":"CloseHandle","CloseHandle":{"Handle":"StdIn"}}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.WaitForOperationResult(mop, 10_000); err != nil {
+		t.Fatal(err)
+	}
+	d.mu.Lock()
+	got := d.stdinAtClose
+	d.mu.Unlock()
+	if want := `"written before the close" eof=true`; got != want {
+		t.Fatalf("when CloseHandle(StdIn) reached the daemon, stdin had brought %s; want %s", got, want)
+	}
+	b, err := io.ReadAll(stdout)
+	if err != nil || string(b) != "WRITTEN BEFORE THE CLOSE" {
+		t.Errorf("stdout %q, %v", b, err)
 	}
 }

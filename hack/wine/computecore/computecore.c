@@ -124,6 +124,8 @@ struct proc {
 	char *exit_doc;
 	HANDLE exited_ev;
 	int closed;
+	/* The stdin relay's events (see relay_stdin), or NULL: set to make it finish, set when done. */
+	HANDLE stdin_finish, stdin_done;
 	struct proc *next;
 };
 
@@ -253,6 +255,10 @@ static void proc_release(struct proc *p)
 	free(p->sys_id);
 	free(p->exit_doc);
 	CloseHandle(p->exited_ev);
+	if (p->stdin_finish != NULL)
+		CloseHandle(p->stdin_finish);
+	if (p->stdin_done != NULL)
+		CloseHandle(p->stdin_done);
 	free(p);
 }
 
@@ -439,48 +445,97 @@ static SOCKET dial(void)
 
 /* ---- stdio relays ---- */
 
+/*
+ * The caller's pipes get a buffer of their own rather than the system's default size (0), which
+ * Wine 8 takes literally: its writes wait for the reader (hack/wine/README.md).
+ */
+#define PIPE_BUFFER (64 << 10)
+
 struct relay {
 	SOCKET s;
 	HANDLE h;
-	int in; /* 1: pipe -> socket (stdin); 0: socket -> pipe (stdout, stderr) */
+	/* stdin only: finish (set by CloseHandle(StdIn)) and done (set once the daemon has it all). */
+	HANDLE finish, done;
 };
 
-static DWORD WINAPI relay_thread(void *arg)
+/* relay_out copies a stream from the daemon into the caller's pipe (stdout, stderr). */
+static DWORD WINAPI relay_out(void *arg)
 {
 	struct relay *r = arg;
 	char b[16384];
 
 	for (;;) {
 		DWORD n;
+		int k = recv(r->s, b, sizeof(b), 0);
 
-		if (r->in) {
-			if (!ReadFile(r->h, b, sizeof(b), &n, NULL) || n == 0)
-				break;
-			if (!send_all(r->s, b, (int)n))
-				break;
-		} else {
-			int k = recv(r->s, b, sizeof(b), 0);
-
-			if (k <= 0)
-				break;
-			if (!WriteFile(r->h, b, (DWORD)k, &n, NULL))
-				break;
-		}
+		if (k <= 0 || !WriteFile(r->h, b, (DWORD)k, &n, NULL))
+			break;
 	}
-	if (r->in)
-		shutdown(r->s, SD_SEND); /* end of input for the process */
 	closesocket(r->s);
 	CloseHandle(r->h);
 	free(r);
 	return 0;
 }
 
-/* attach_stdio connects one std stream and returns the caller's end of its pipe, or NULL. */
-static HANDLE attach_stdio(const char *token, int slot)
+/*
+ * relay_stdin copies what the caller writes into its stdin pipe to the daemon, until the caller
+ * closes its end, the daemon goes, or HcsModifyProcess(CloseHandle StdIn) sets finish. In the last
+ * case what the caller wrote before that call still reaches the process, as it does on Windows,
+ * where the caller writes straight into the process's stdin pipe: the relay sends what is left in
+ * the pipe, half-closes the connection (the daemon closes the process's stdin at that end of
+ * input) and waits for the daemon to close it in turn, which it does once it has written
+ * everything to the process's side; only then is done set and the request sent. A blocking
+ * ReadFile could not tell "nothing left" from "more later" and cannot be woken, so the relay asks
+ * PeekNamedPipe and, while the pipe is empty, waits on finish, backing off to 20 ms when idle.
+ */
+static DWORD WINAPI relay_stdin(void *arg)
+{
+	struct relay *r = arg;
+	char b[16384];
+	DWORD idle = 1, timeout = 30000;
+	int finishing = 0;
+
+	for (;;) {
+		DWORD avail = 0, n;
+
+		if (!PeekNamedPipe(r->h, NULL, 0, NULL, &avail, NULL))
+			break; /* the caller closed its end and everything was read */
+		if (avail > 0) {
+			if (!ReadFile(r->h, b, avail < sizeof(b) ? avail : sizeof(b), &n, NULL) || !send_all(r->s, b, (int)n))
+				break;
+			idle = 1;
+			continue;
+		}
+		/* Empty after finish was seen: everything written before it is sent. */
+		if (finishing)
+			break;
+		/* Set finish: one more look, since the caller may have written after the last one. */
+		finishing = WaitForSingleObject(r->finish, idle) == WAIT_OBJECT_0;
+		if (idle < 20)
+			idle *= 2;
+	}
+	shutdown(r->s, SD_SEND); /* end of input for the process */
+	setsockopt(r->s, SOL_SOCKET, SO_RCVTIMEO, (const char *)&timeout, sizeof(timeout));
+	while (recv(r->s, b, sizeof(b), 0) > 0)
+		; /* the daemon sends nothing on this stream; its close says it has written all */
+	closesocket(r->s);
+	CloseHandle(r->h);
+	SetEvent(r->done);
+	CloseHandle(r->finish);
+	CloseHandle(r->done);
+	free(r);
+	return 0;
+}
+
+/*
+ * attach_stdio connects one std stream and returns the caller's end of its pipe, or NULL. For
+ * stdin it gives p the relay's finish and done events.
+ */
+static HANDLE attach_stdio(const char *token, int slot, struct proc *p)
 {
 	struct buf f = {0};
 	char num[32];
-	HANDLE rd, wr, mine, theirs, t;
+	HANDLE rd, wr, mine, theirs, t, self = GetCurrentProcess();
 	struct relay *r;
 	SOCKET s = dial();
 
@@ -495,32 +550,40 @@ static HANDLE attach_stdio(const char *token, int slot)
 		return NULL;
 	}
 	buf_free(&f);
-	if (!CreatePipe(&rd, &wr, NULL, 0)) {
+	r = calloc(1, sizeof(*r));
+	if (r == NULL || !CreatePipe(&rd, &wr, NULL, PIPE_BUFFER)) {
+		free(r);
 		closesocket(s);
 		return NULL;
 	}
 	mine = slot == 0 ? rd : wr;
 	theirs = slot == 0 ? wr : rd;
-	r = malloc(sizeof(*r));
-	if (r == NULL) {
-		CloseHandle(rd);
-		CloseHandle(wr);
-		closesocket(s);
-		return NULL;
-	}
 	r->s = s;
 	r->h = mine;
-	r->in = slot == 0;
-	t = CreateThread(NULL, 0, relay_thread, r, 0, NULL);
-	if (t == NULL) {
-		free(r);
-		CloseHandle(rd);
-		CloseHandle(wr);
-		closesocket(s);
-		return NULL;
+	if (slot == 0) {
+		r->finish = CreateEventW(NULL, TRUE, FALSE, NULL);
+		r->done = CreateEventW(NULL, TRUE, FALSE, NULL);
+		if (r->finish == NULL || r->done == NULL || p == NULL ||
+		    !DuplicateHandle(self, r->finish, self, &p->stdin_finish, 0, FALSE, DUPLICATE_SAME_ACCESS) ||
+		    !DuplicateHandle(self, r->done, self, &p->stdin_done, 0, FALSE, DUPLICATE_SAME_ACCESS))
+			goto fail;
 	}
+	t = CreateThread(NULL, 0, slot == 0 ? relay_stdin : relay_out, r, 0, NULL);
+	if (t == NULL)
+		goto fail;
 	CloseHandle(t);
 	return theirs;
+
+fail:
+	if (r->finish != NULL)
+		CloseHandle(r->finish);
+	if (r->done != NULL)
+		CloseHandle(r->done);
+	free(r);
+	CloseHandle(rd);
+	CloseHandle(wr);
+	closesocket(s);
+	return NULL;
 }
 
 /* ---- responses and events ---- */
@@ -623,7 +686,7 @@ static void on_response(struct jv frame, unsigned long long id)
 
 		for (i = 0; i < 3; i++)
 			if (slots[i])
-				*h[i] = attach_stdio(token, i);
+				*h[i] = attach_stdio(token, i, r->proc);
 		free(token);
 	}
 
@@ -1555,9 +1618,57 @@ EXPORT HRESULT WINAPI HcsGetProcessProperties(HCS_PROCESS p, HCS_OPERATION op, P
 	return process_call("GetProcessProperties", p, op, query, OP_GET_PROCESS_PROPERTIES);
 }
 
-EXPORT HRESULT WINAPI HcsModifyProcess(HCS_PROCESS p, HCS_OPERATION op, PCWSTR settings)
+/* closes_stdin reports whether a ModifyProcess document is {"Operation":"CloseHandle","CloseHandle":{"Handle":"StdIn"}}. */
+static int closes_stdin(PCWSTR settings)
 {
-	return process_call("ModifyProcess", p, op, settings, OP_MODIFY_PROCESS);
+	char *doc = settings == NULL ? NULL : utf8_of(settings);
+	struct jv d, v, h;
+	char *op = NULL, *handle = NULL;
+	int yes;
+
+	if (doc == NULL)
+		return 0;
+	d.p = doc;
+	d.end = doc + strlen(doc);
+	if (json_find(d, "Operation", &v))
+		op = json_string(v);
+	if (json_find(d, "CloseHandle", &h) && json_find(h, "Handle", &v))
+		handle = json_string(v);
+	yes = op != NULL && handle != NULL && strcmp(op, "CloseHandle") == 0 && strcmp(handle, "StdIn") == 0;
+	free(op);
+	free(handle);
+	free(doc);
+	return yes;
+}
+
+EXPORT HRESULT WINAPI HcsModifyProcess(HCS_PROCESS hp, HCS_OPERATION op, PCWSTR settings)
+{
+	struct proc *p = hp;
+	HANDLE finish = NULL, done = NULL, self = GetCurrentProcess();
+
+	/*
+	 * Closing stdin ends the process's input after what the caller wrote into its stdin pipe
+	 * before this call: let the relay deliver that first (relay_stdin), within a bound, since
+	 * the daemon closes the process's stdin as soon as the request arrives.
+	 */
+	if (p != NULL && op != NULL && closes_stdin(settings)) {
+		setup();
+		EnterCriticalSection(&mu);
+		if (p->stdin_finish != NULL) {
+			DuplicateHandle(self, p->stdin_finish, self, &finish, 0, FALSE, DUPLICATE_SAME_ACCESS);
+			DuplicateHandle(self, p->stdin_done, self, &done, 0, FALSE, DUPLICATE_SAME_ACCESS);
+		}
+		LeaveCriticalSection(&mu);
+		if (finish != NULL && done != NULL) {
+			SetEvent(finish);
+			WaitForSingleObject(done, 30000);
+		}
+		if (finish != NULL)
+			CloseHandle(finish);
+		if (done != NULL)
+			CloseHandle(done);
+	}
+	return process_call("ModifyProcess", hp, op, settings, OP_MODIFY_PROCESS);
 }
 
 EXPORT HRESULT WINAPI HcsWaitForProcessExit(HCS_PROCESS hp, DWORD timeout, PWSTR *result)

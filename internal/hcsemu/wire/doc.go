@@ -21,7 +21,8 @@
 // ProcessReply.StdioToken, an unguessable single-use string, instead of descriptors, and the
 // client opens one more connection per stream whose first and only frame is MethodAttachStdio
 // with AttachStdioArgs{token, slot}; the connection then carries that stream's raw bytes: stdin
-// from the client (its half-close is the end of the process's input), stdout and stderr to it
+// from the client (its half-close is the end of the process's input; the daemon closes the
+// connection once all of it is written to the process's side), stdout and stderr to it
 // (the daemon closes the connection at the stream's end of file). With a console, slots 0 and
 // 1 are both the pseudo console master. Streams not attached within 30 s are closed. The whole
 // protocol, as the DLL uses it, is in hack/wine/README.md.
