@@ -57,7 +57,9 @@ func TestContractClientDeath(t *testing.T) {
 	ctx := testCtx(t)
 	id := testID(t)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	// The id, as a positional argument that the test binary ignores, marks the helper's
+	// command line (watchClient finds its process by it under Wine).
+	cmd := exec.Command(os.Args[0], "-test.run=^$", id)
 	cmd.Env = append(os.Environ(), helperEnv+"=1", helperIDEnv+"="+id, helperImageEnv+"="+env.image, "HCSEMU_ADDRESS="+env.addr)
 	var stderr bytesBuffer
 	cmd.Stderr = &stderr
@@ -95,11 +97,20 @@ func TestContractClientDeath(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("helper did not report its processes; its stderr: %s", stderr.String())
 	}
+	awaitExit, err := watchClient(cmd, id)
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal(err)
+	}
 	// The first client dies without closing anything.
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
+	if err := awaitExit(); err != nil {
+		t.Fatal(err)
+	}
 
 	s, err := OpenComputeSystem(ctx, id)
 	if err != nil {

@@ -2,7 +2,10 @@
 
 package hcs
 
-import "testing"
+import (
+	"os/exec"
+	"testing"
+)
 
 type contractEnv struct {
 	addr  string
@@ -20,4 +23,8 @@ func requireContract(t *testing.T) *contractEnv {
 func (env *contractEnv) hostDir(t *testing.T) (local, host string) {
 	d := t.TempDir()
 	return d, d
+}
+
+func watchClient(*exec.Cmd, string) (awaitExit func() error, err error) {
+	return func() error { return nil }, nil
 }

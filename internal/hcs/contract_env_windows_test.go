@@ -2,9 +2,13 @@ package hcs
 
 import (
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/openhcs/runhcs/internal/wintest"
 )
 
 // The contract suite's environment on Windows, as `make test-windows` provides it under Wine:
@@ -32,6 +36,22 @@ func requireContract(t *testing.T) *contractEnv {
 	SetAPI(nil)
 	t.Cleanup(func() { SetAPI(nil) })
 	return env
+}
+
+// watchClient returns what to call after a running client (cmd, whose command line holds
+// marker) was killed and waited for, so that its sockets are closed, as they are on Windows when
+// Wait returns. Under Wine they close only when the client's Linux process has unwound, which can
+// take a while on a loaded machine (wintest.WaitUnixExit); until then hcsemu still counts the
+// client's handles, and a stopped system that it held stays openable.
+func watchClient(cmd *exec.Cmd, marker string) (awaitExit func() error, err error) {
+	if !wintest.UnderWine() {
+		return func() error { return nil }, nil
+	}
+	pid, err := wintest.UnixPIDOf(marker)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return wintest.WaitUnixExit(pid, 30*time.Second) }, nil
 }
 
 // hostDir makes a host folder for a mapped directory. hcsemu runs on Linux and takes a Linux
