@@ -58,7 +58,7 @@ func getAPI() (computecore.API, error) {
 	if apiCur != nil {
 		return apiCur, nil
 	}
-	api, err := computecore.New()
+	api, err := newAPI()
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,9 @@
 //   - Notifications become Go events: System.Exited and Process.Exited are channels closed when
 //     HCS reports the exit (or when the service goes away).
 //
-// The computecore.API is obtained once, lazily, with computecore.New (computecore.dll on
-// Windows, the hcsemu daemon elsewhere); SetAPI replaces it in tests. The package imports
-// computecore and schema2 only, and nothing above it.
+// The computecore.API is obtained once, lazily, by newAPI: this package is where the
+// implementation is chosen, computecore.New (the computecore.dll bindings) on Windows and the
+// hcsemu daemon's client (internal/hcsemu/client) elsewhere, so that internal/computecore stays
+// the bare API surface. SetAPI replaces it in tests. The package imports computecore, schema2
+// and, off Windows, the emulator's client; nothing above them.
 package hcs

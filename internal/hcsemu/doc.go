@@ -1,9 +1,9 @@
 // Package hcsemu is an emulator of the Host Compute Service (vmcompute) for Linux: the engine
 // that keeps compute systems and processes with HCS's documents, states, notifications and
 // HRESULTs, and the server that serves it on a unix socket and, optionally, on loopback TCP for
-// the stand-in computecore.dll under Wine (cmd/hcsemu is the daemon). Its
-// client, the non-Windows computecore.API, lives in internal/computecore (emulator_unix.go);
-// the protocol between them is the leaf package internal/hcsemu/wire.
+// the stand-in computecore.dll under Wine (cmd/hcsemu is the daemon). Its client, the
+// computecore.API of Linux builds, is internal/hcsemu/client; the protocol between them is the
+// leaf package internal/hcsemu/wire, which both import. internal/hcs chooses the client.
 //
 // It imports computecore (HRESULTs, event types), internal/hcs/schema2 (the documents) and wire;
 // nothing above those. Files:

@@ -403,7 +403,7 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 			he.HResult = computecore.HCS_E_PROTOCOL_ERROR // args this server cannot read
 		}
 		log.G(ctx).WithError(err).Debug("hcsemu: request failed")
-		out.HResult = uint32(he.HResult)
+		out.HResult = he.HResult
 		out.Result = resultError(he)
 		for _, f := range files {
 			f.Close()
@@ -420,13 +420,13 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 				f.Close()
 			}
 			he := &Error{HResult: computecore.E_FAIL, Message: fmt.Sprintf("%s: a reply of type %T cannot carry stdio", f.Method, reply)}
-			out.HResult, out.Result = uint32(he.HResult), resultError(he)
+			out.HResult, out.Result = he.HResult, resultError(he)
 			return out, nil
 		}
 		token, terr := c.stdio.add(ctx, pr, files)
 		if terr != nil {
 			he := AsError(terr)
-			out.HResult, out.Result = uint32(he.HResult), resultError(he)
+			out.HResult, out.Result = he.HResult, resultError(he)
 			return out, nil
 		}
 		pr.StdioToken = token
@@ -435,7 +435,7 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 	if reply != nil {
 		b, merr := json.Marshal(reply)
 		if merr != nil {
-			out.HResult = uint32(computecore.E_FAIL)
+			out.HResult = computecore.E_FAIL
 			out.Result = resultError(&Error{HResult: computecore.E_FAIL, Message: merr.Error()})
 			return out, nil
 		}

@@ -28,9 +28,9 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
 
-	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	emuclient "github.com/openhcs/runhcs/internal/hcsemu/client"
 )
 
 // TaskRun describes a container StartTask creates and leaves running.
@@ -334,7 +334,7 @@ var emulatorMu sync.Mutex
 func (e *Env) ComputeSystems(ctx context.Context) ([]schema2.Properties, error) {
 	emulatorMu.Lock()
 	defer emulatorMu.Unlock()
-	api, err := computecore.DialEmulator(e.HCSEmuAddress)
+	api, err := emuclient.DialHCS(e.HCSEmuAddress)
 	if err != nil {
 		return nil, err
 	}
