@@ -6,13 +6,11 @@ import (
 
 	taskapi "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/errdefs"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/openhcs/runhcs/internal/layers"
 	"github.com/openhcs/runhcs/internal/oci"
 	"github.com/openhcs/runhcs/internal/shim/stdio"
 	"github.com/openhcs/runhcs/internal/shim/task"
-	"github.com/openhcs/runhcs/protocols/options"
 )
 
 // createTask translates a Create request: it reads the spec and the runtime options, checks
@@ -31,17 +29,9 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 	if spec.Process == nil {
 		return nil, fmt.Errorf("OCI spec of %s: process: missing: %w", req.ID, errdefs.ErrInvalidArgument)
 	}
-	if spec.Annotations == nil {
-		spec.Annotations = map[string]string{}
-	}
-	for k, v := range opts.GetDefaultContainerAnnotations() {
-		if _, ok := spec.Annotations[k]; !ok {
-			spec.Annotations[k] = v
-		}
-	}
-	if hyperV(spec, opts) {
-		return nil, fmt.Errorf("task %s: Hyper-V isolation is not supported by this shim yet (spec windows.hyperv, runtime option sandbox_isolation or annotation %s): %w",
-			req.ID, oci.AnnotationLegacyIsolation, errdefs.ErrNotImplemented)
+	oci.ApplyOptions(spec, opts)
+	if err := oci.RequireProcessIsolation(spec, opts); err != nil {
+		return nil, fmt.Errorf("task %s: %w", req.ID, err)
 	}
 	// The request's terminal flag is what the client set its stdio up for.
 	spec.Process.Terminal = req.Terminal
@@ -76,11 +66,4 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 		Process:  spec.Process,
 		IO:       stdio.Config{Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, Terminal: req.Terminal},
 	})
-}
-
-// hyperV reports whether the task asks for Hyper-V isolation (DESIGN.md, isolation).
-func hyperV(spec *specs.Spec, opts *options.Options) bool {
-	return spec.Windows.HyperV != nil ||
-		opts.GetSandboxIsolation() == options.Options_HYPERVISOR ||
-		spec.Annotations[oci.AnnotationLegacyIsolation] == "hyperv"
 }
