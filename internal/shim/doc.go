@@ -7,8 +7,10 @@
 //
 // Layout, after containerd's runc shim:
 //
-//   - run.go: main — the task service registered as a TTRPC plugin of containerd's own shim
-//     package (pkg/shim), which serves it, logs to containerd's shim log and publishes events.
+//   - run.go: main — the start action, or containerd's own shim package (pkg/shim), which
+//     serves the plugins, logs to containerd's shim log and publishes events.
+//   - plugin.go: the task service (v2 and v3) and the diag service registered as a TTRPC
+//     plugin of pkg/shim, with the shim's HCS client made in its init (runc: task/plugin/).
 //   - start*.go: the `start` action (one shim per pod: a task naming a running pod's sandbox
 //     joins that pod's shim), done here because containerd keeps *shim-runhcs-v1 binaries on
 //     the legacy start protocol that pkg/shim no longer speaks. start.go is the portable part
