@@ -15,6 +15,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/openhcs/runhcs/internal/oci"
+
+	"github.com/openhcs/runhcs/internal/atomicfile"
 )
 
 // startFunc starts or joins the pod's shim and returns its address: startOrJoin, or a stand-in
@@ -124,18 +126,9 @@ func startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := writeAddress(filepath.Join(bundle, "address"), address); err != nil {
+	// containerd or a shim may read the address file at any time: written atomically.
+	if err := atomicfile.WriteFile(filepath.Join(bundle, "address"), []byte(address), 0o600); err != nil {
 		return "", fmt.Errorf("record shim address %s in bundle %q: %w", address, bundle, err)
 	}
 	return address, nil
-}
-
-// writeAddress writes the address file atomically: containerd or a shim may read it at any
-// time.
-func writeAddress(path, address string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(address), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
