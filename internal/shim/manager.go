@@ -42,7 +42,7 @@ func (m *manager) Start(ctx context.Context, params *bootapi.BootstrapParams) (*
 		address:   params.GetContainerdGrpcAddress(),
 		debug:     params.GetLogLevel() <= bootapi.LogLevel_LOG_LEVEL_DEBUG,
 	}
-	addr, err := startOrJoin(ctx, f, params.GetContainerdTtrpcAddress())
+	addr, err := defaultLauncher().startOrJoin(ctx, f, params.GetContainerdTtrpcAddress())
 	if err != nil {
 		return nil, err
 	}

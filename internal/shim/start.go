@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 
@@ -110,6 +111,15 @@ func shimGroup(bundle, id string) string {
 	return id
 }
 
+// launcher finds or starts a pod's shim.
+type launcher struct {
+	// socketRoot is where shim sockets live (Unix only): containerd's default socket
+	// directory, where 1.7's runc shim puts them too.
+	socketRoot string
+	// start starts a new shim process (startShimProcess; a counting stand-in in tests).
+	start func(cmd *exec.Cmd) error
+}
+
 // startOrJoin returns the address of the shim serving the pod of the task whose bundle is the
 // working directory (containerd runs the start action there): that of the pod's running shim,
 // or of one it starts (launchOrJoin, per OS). Either way it records the address in the
@@ -117,12 +127,12 @@ func shimGroup(bundle, id string) string {
 // (1.7: runtime/v2/shim.go loadShim; 2.x: core/runtime/v2/shim_manager.go
 // restoreBootstrapParams, when there is no bootstrap.json), and a shim reads its own to remove
 // its socket when it exits (run.go).
-func startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
+func (l launcher) startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
 	bundle, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("start task %s: working directory (the bundle): %w", f.id, err)
 	}
-	address, err := launchOrJoin(ctx, f, bundle, shimGroup(bundle, f.id))
+	address, err := l.launchOrJoin(ctx, f, bundle, shimGroup(bundle, f.id))
 	if err != nil {
 		return "", err
 	}
