@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/openhcs/runhcs/internal/testenv"
 )
 
 // The contract suite's environment on Linux: the hcsemu daemon built from ./cmd/hcsemu and run
@@ -25,9 +27,10 @@ var (
 )
 
 type contractEnv struct {
-	dir     string // temporary root of everything below
-	addr    string // daemon socket
-	image   string // Container.Storage.Path
+	hcs     *Client // this test's, made by requireContract
+	dir     string  // temporary root of everything below
+	addr    string  // daemon socket
+	image   string  // Container.Storage.Path
 	daemon  *exec.Cmd
 	exited  chan error // the daemon's Wait
 	logPath string
@@ -37,18 +40,16 @@ type contractEnv struct {
 // only when not root and not in CI; anything else that goes wrong fails it.
 func requireContract(t *testing.T) *contractEnv {
 	t.Helper()
-	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
-		t.Skip("the HCS contract suite needs root (chroot, cgroups) and the hcsemu daemon; run as root or with CI=true")
-	}
+	testenv.RequireRoot(t, "the HCS contract suite runs the hcsemu daemon: chroot, cgroups")
 	envOnce.Do(func() { envVal, envErr = startContractEnv() })
 	if envErr != nil {
 		t.Fatalf("contract environment: %v", envErr)
 	}
 	// Every test starts from a fresh client of the daemon.
 	t.Setenv("HCSEMU_ADDRESS", envVal.addr)
-	SetAPI(nil)
-	t.Cleanup(func() { SetAPI(nil) })
-	return envVal
+	env := *envVal
+	env.hcs = NewHostClient()
+	return &env
 }
 
 // watchClient: on Linux a killed client's sockets are closed before Wait returns (the kernel

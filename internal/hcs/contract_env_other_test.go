@@ -8,6 +8,7 @@ import (
 )
 
 type contractEnv struct {
+	hcs   *Client
 	addr  string
 	image string
 }

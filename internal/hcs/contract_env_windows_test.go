@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openhcs/runhcs/internal/testenv"
 	"github.com/openhcs/runhcs/internal/wintest"
 )
 
@@ -18,6 +19,7 @@ import (
 // resolves. On a real Windows host the suite would need a mounted container volume and a
 // Windows build of the workload instead; it does not provision those yet.
 type contractEnv struct {
+	hcs   *Client // this test's, made by requireContract
 	addr  string
 	image string
 }
@@ -26,15 +28,14 @@ func requireContract(t *testing.T) *contractEnv {
 	t.Helper()
 	env := &contractEnv{addr: os.Getenv("HCSEMU_TCP_ADDRESS"), image: os.Getenv("RUNHCS_WINE_IMAGE")}
 	if env.addr == "" || env.image == "" {
-		if os.Getenv("CI") == "true" {
+		if testenv.InCI() {
 			t.Fatal("HCSEMU_TCP_ADDRESS and RUNHCS_WINE_IMAGE are not set: run the suite through make test-windows as root")
 		}
 		t.Skip("no emulator: make test-windows starts hcsemu and sets HCSEMU_TCP_ADDRESS and RUNHCS_WINE_IMAGE when run as root")
 	}
-	// The stand-in DLL keeps one connection per process; a fresh API per test is a fresh set
-	// of handles on it.
-	SetAPI(nil)
-	t.Cleanup(func() { SetAPI(nil) })
+	// The stand-in DLL keeps one connection per process; a fresh Client per test is a fresh
+	// set of handles on it.
+	env.hcs = NewHostClient()
 	return env
 }
 

@@ -18,21 +18,19 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/client"
+
+	"github.com/openhcs/runhcs/internal/testenv"
 )
 
 // These tests run the daemon in-process on a temporary socket and drive it with the real
-// client (computecore.DialEmulator), running the workload of the test images (test/workload,
+// client (client.DialHCS), running the workload of the test images (test/workload,
 // whose documentation lists its subcommands and what they print) chrooted in a folder that
 // stands for a container's volume. They need root (chroot, cgroups, mounts).
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the hcsemu daemon tests need root, and CI runs them as root")
-		}
-		t.Skip("needs root (chroot, cgroups, mounts)")
-	}
+	testenv.RequireRoot(t, "chroot, cgroups, mounts")
 }
 
 // newVolume makes a container volume laid out like the test images' base layer: the workload
@@ -110,9 +108,9 @@ func startDaemon(t *testing.T) *testDaemon {
 	return d
 }
 
-func dial(t *testing.T, d *testDaemon) *computecore.EmulatorClient {
+func dial(t *testing.T, d *testDaemon) *client.HCS {
 	t.Helper()
-	c, err := computecore.DialEmulator(d.addr)
+	c, err := client.DialHCS(d.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -757,7 +755,7 @@ func TestDaemonSystemLifecycle(t *testing.T) {
 // everything exit when the daemon goes away.
 func TestDaemonClients(t *testing.T) {
 	d := startDaemon(t)
-	a, err := computecore.DialEmulator(d.addr)
+	a, err := client.DialHCS(d.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -838,7 +836,7 @@ func TestDaemonClients(t *testing.T) {
 
 func TestDialError(t *testing.T) {
 	addr := filepath.Join(t.TempDir(), "none.sock")
-	_, err := computecore.DialEmulator(addr)
+	_, err := client.DialHCS(addr)
 	if err == nil {
 		t.Fatal("dialed nothing")
 	}
