@@ -394,6 +394,9 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 			result, err = e.ServiceProperties(ctx, a.Query)
 		}
 	default:
+		if out, ok := c.srv.handleHNS(ctx, f); ok {
+			return out, nil
+		}
 		err = errorf(computecore.HCS_E_UNKNOWN_MESSAGE, "unknown method %q", f.Method)
 	}
 	out := &wire.Frame{ID: f.ID}

@@ -273,6 +273,11 @@ func validateContainer(c *schema2.Container, hosted bool, hostCPUs int, statPath
 			}
 		}
 	}
+	if n := c.Networking; n != nil && len(n.NetworkAdapters) > 0 {
+		// Endpoints attached without a namespace (the v1 EndpointList way) are not emulated:
+		// callers put endpoints in an HNS namespace and name it, as hcsshim does for v2.
+		return errorf(computecore.E_NOTIMPL, "Container.Networking.NetworkAdapters: %q: attach endpoints through an HNS namespace (Container.Networking.Namespace)", n.NetworkAdapters)
+	}
 	if err := ValidateProcessor("Container.Processor", c.Processor, hostCPUs); err != nil {
 		return err
 	}
@@ -335,3 +340,6 @@ func ValidateProcessParameters(doc string) (*schema2.ProcessParameters, error) {
 	}
 	return &p, nil
 }
+
+// reflectType is reflect.TypeOf, for files that do not import reflect.
+func reflectType(v any) reflect.Type { return reflect.TypeOf(v) }
