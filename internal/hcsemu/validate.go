@@ -50,7 +50,10 @@ func decodeOptional(doc string, v any, what string) error {
 	return decodeDocument(doc, v, what)
 }
 
-var timeType = reflect.TypeOf(time.Time{})
+var (
+	timeType       = reflect.TypeOf(time.Time{})
+	rawMessageType = reflect.TypeOf(json.RawMessage(nil))
+)
 
 func fieldPath(parent, name string) string {
 	if parent == "" {
@@ -102,8 +105,8 @@ func checkShape(p string, v any, t reflect.Type) error {
 			return errorf(computecore.HCS_E_INVALID_JSON, "%s: %q is not an RFC 3339 date-time", name, s)
 		}
 		return nil
-	case t.Kind() == reflect.Interface:
-		return nil // free-form (Settings, HostedSystem): checked where it is used
+	case t.Kind() == reflect.Interface, t == rawMessageType:
+		return nil // free-form (Settings, HostedSystem, HCN policy settings): checked where it is used
 	case t.Kind() == reflect.Struct:
 		obj, ok := v.(map[string]any)
 		if !ok {
