@@ -26,3 +26,8 @@ const DefaultOSVersion = "10.0.20348.1"
 func Run(ctx context.Context, cfg Config, addrs Addresses) error {
 	return fmt.Errorf("the HCS emulator runs on Linux only: %w", errdefs.ErrNotImplemented)
 }
+
+// ExecInHostNetns fails: there is no emulated host outside Linux.
+func ExecInHostNetns(root string, argv []string) error {
+	return fmt.Errorf("the HCS emulator runs on Linux only: %w", errdefs.ErrNotImplemented)
+}
