@@ -338,7 +338,7 @@ func (l *linuxNet) attach(ep *hnsEndpoint, ns *hnsNamespace, index int) error {
 			rt.Scope = netlink.SCOPE_LINK
 		}
 		if err := h.RouteAdd(&rt); err != nil {
-			return fail(fmt.Errorf("Routes[%d] (%s via %q): %w", i, r.DestinationPrefix, r.NextHop, err))
+			return fail(fmt.Errorf("route %d of the endpoint (Routes[%d], %s via %q): %w", i, i, r.DestinationPrefix, r.NextHop, err))
 		}
 	}
 	hostEnd, err := l.host.LinkByName(hostName)

@@ -128,13 +128,6 @@ func parseID(op, id string) (computenetwork.GUID, error) {
 	return g, nil
 }
 
-func optionalID(op, id string) (computenetwork.GUID, error) {
-	if id == "" {
-		return computenetwork.GUID{}, nil
-	}
-	return parseID(op, id)
-}
-
 func encode(op string, v any) (string, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
