@@ -23,8 +23,8 @@ import (
 
 	"github.com/containerd/log"
 
-	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcsemu"
+	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
 func main() {
@@ -33,7 +33,7 @@ func main() {
 		return
 	}
 	var (
-		address   = flag.String("address", computecore.DefaultAddress, "unix socket to serve on")
+		address   = flag.String("address", wire.DefaultAddress, "unix socket to serve on")
 		root      = flag.String("root", "/var/lib/hcsemu", "folder for the emulator's state")
 		osVersion = flag.String("os-version", hcsemu.DefaultOSVersion, "the emulated host's Windows build (major.minor.build.revision)")
 		logLevel  = flag.String("log-level", "info", "log level: trace, debug, info, warn, error")

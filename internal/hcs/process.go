@@ -43,7 +43,7 @@ func (s *System) CreateProcess(ctx context.Context, params *schema2.ProcessParam
 		return nil, &Error{Op: opName, ID: s.id, Err: fmt.Errorf("encode process parameters: %w: %w", err, errdefs.ErrInvalidArgument)}
 	}
 	var h computecore.Process
-	c := &call{api: s.api, op: opName, id: s.id, withInfo: true,
+	c := &call{client: s.client, api: s.api, op: opName, id: s.id, withInfo: true,
 		start: func(op computecore.Operation) error {
 			sh, release, err := s.acquire()
 			if err != nil {
@@ -104,7 +104,7 @@ func (s *System) OpenProcess(ctx context.Context, pid uint32) (*Process, error) 
 	}, s.api.CloseProcess)
 	release()
 	if err != nil {
-		dropIfDisconnected(s.api, err)
+		s.client.dropIfDisconnected(s.api, err)
 		if e, ok := err.(*Error); ok {
 			e.Pid = pid
 		}
@@ -137,7 +137,7 @@ func (p *Process) acquire() (computecore.Process, func(), error) {
 }
 
 func (p *Process) processOp(ctx context.Context, opName string, f func(computecore.Process, computecore.Operation) error) (string, error) {
-	c := &call{api: p.api, op: opName, id: p.sys.id, pid: p.pid, start: func(op computecore.Operation) error {
+	c := &call{client: p.sys.client, api: p.api, op: opName, id: p.sys.id, pid: p.pid, start: func(op computecore.Operation) error {
 		h, release, err := p.acquire()
 		if err != nil {
 			return err

@@ -8,28 +8,28 @@ import (
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 )
 
-// hcsAPI binds hcsHost to internal/hcs.
-type hcsAPI struct{}
+// hcsAPI binds hcsHost to an internal/hcs Client.
+type hcsAPI struct{ c *hcs.Client }
 
-func newHCSHost() hcsHost { return hcsAPI{} }
+func newHCSHost(c *hcs.Client) hcsHost { return hcsAPI{c} }
 
-func (hcsAPI) CreateComputeSystem(ctx context.Context, id string, document any) (computeSystem, error) {
-	s, err := hcs.CreateComputeSystem(ctx, id, document)
+func (h hcsAPI) CreateComputeSystem(ctx context.Context, id string, document any) (computeSystem, error) {
+	s, err := h.c.CreateComputeSystem(ctx, id, document)
 	if err != nil {
 		return nil, err
 	}
 	return hcsSystem{s}, nil
 }
 
-func (hcsAPI) OpenComputeSystem(ctx context.Context, id string) (computeSystem, error) {
-	s, err := hcs.OpenComputeSystem(ctx, id)
+func (h hcsAPI) OpenComputeSystem(ctx context.Context, id string) (computeSystem, error) {
+	s, err := h.c.OpenComputeSystem(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	return hcsSystem{s}, nil
 }
 
-func (hcsAPI) HostOSVersion(ctx context.Context) (string, error) { return hcs.HostOSVersion(ctx) }
+func (h hcsAPI) HostOSVersion(ctx context.Context) (string, error) { return h.c.HostOSVersion(ctx) }
 
 func (hcsAPI) IsGone(err error) bool {
 	return errors.Is(err, hcs.ErrNotFound) || errors.Is(err, hcs.ErrAlreadyStopped) ||

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/openhcs/runhcs/internal/hcs"
 	"github.com/openhcs/runhcs/internal/layers"
 )
 
@@ -64,7 +65,7 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 		}
 		bundle = wd
 	}
-	pid, err := cleanupBundle(ctx, newHCSHost(), layers.Default, id, bundle)
+	pid, err := cleanupBundle(ctx, newHCSHost(hcs.NewHostClient()), layers.Default, id, bundle)
 	if err != nil {
 		return cshim.StopStatus{}, err
 	}

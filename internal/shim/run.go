@@ -20,6 +20,7 @@ import (
 	taskv2 "github.com/containerd/containerd/api/runtime/task/v2"
 	taskv3 "github.com/containerd/containerd/api/runtime/task/v3"
 
+	"github.com/openhcs/runhcs/internal/hcs"
 	"github.com/openhcs/runhcs/internal/layers"
 )
 
@@ -97,7 +98,9 @@ func registerPlugins() {
 					return nil, err
 				}
 				sd := ss.(shutdown.Service)
-				svc := newService(ic.Context, newHCSHost(), layers.Default, pp.(cshim.Publisher), sd)
+				// The shim's one HCS client, made here and passed down: nothing below keeps
+				// a package-level API.
+				svc := newService(ic.Context, newHCSHost(hcs.NewHostClient()), layers.Default, pp.(cshim.Publisher), sd)
 				if address, err := cshim.ReadAddress("address"); err == nil {
 					sd.RegisterCallback(func(context.Context) error { return removeShimSocket(address) })
 				}

@@ -1,7 +1,13 @@
-// Package client holds the clients of the hcsemu daemon for Linux builds. hns_unix.go is the
-// computenetwork.API of the daemon's HNS (HNSClient); the HCS client (computecore.API) still
-// lives in internal/computecore (emulator_unix.go) until it moves here.
+// Package client holds the Linux builds' clients of the hcsemu daemon (internal/hcsemu).
 //
-// It imports internal/computenetwork (the API it implements) and internal/hcsemu/wire (the
-// protocol); nothing above those.
+// HCS is the computecore.API that internal/hcs uses off Windows: one unix-socket connection
+// (internal/hcsemu/wire) per client, many concurrent calls, handles kept here as the
+// computecore.dll keeps them on Windows, stdio received as file descriptors. NewHCS finds the
+// daemon at $HCSEMU_ADDRESS or wire.DefaultAddress; DialHCS takes an address.
+//
+// HNSClient (hns_unix.go) is the computenetwork.API that internal/hns uses off Windows: the
+// daemon's HNS over a connection of its own; NewHNS and DialHNS find it the same way.
+//
+// It imports computecore and computenetwork (the APIs it implements) and wire, nothing above
+// them; only internal/hcs, internal/hns, the emulator's tests and the e2e harness import it.
 package client

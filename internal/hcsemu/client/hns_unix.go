@@ -15,17 +15,11 @@ import (
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
-// AddressEnv names the environment variable with the daemon's socket, as for the HCS client.
-const AddressEnv = "HCSEMU_ADDRESS"
-
-// DefaultAddress is where the daemon listens by default.
-const DefaultAddress = "/run/hcsemu/hcsemu.sock"
-
-// NewHNS returns an HNS client of the daemon at $HCSEMU_ADDRESS, or at DefaultAddress.
+// NewHNS returns an HNS client of the daemon at $HCSEMU_ADDRESS, or at wire.DefaultAddress.
 func NewHNS() (*HNSClient, error) {
-	addr := os.Getenv(AddressEnv)
+	addr := os.Getenv(wire.AddressEnv)
 	if addr == "" {
-		addr = DefaultAddress
+		addr = wire.DefaultAddress
 	}
 	return DialHNS(addr)
 }

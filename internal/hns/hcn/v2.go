@@ -250,12 +250,3 @@ type ModifyNamespaceSettingRequest struct {
 type NamespaceEndpointRequest struct {
 	EndpointId string `json:"EndpointId"`
 }
-
-// ErrorRecord is the result document HNS returns beside a failing HRESULT. Assumption: the
-// shape of HNS's v1 responses ({"Success":false,"Error":…}, hcsshim's hnsResponse) with the
-// HRESULT as ErrorCode; hcsshim only prints the record.
-type ErrorRecord struct {
-	Success   bool   `json:"Success"`
-	Error     string `json:"Error"`
-	ErrorCode uint32 `json:"ErrorCode"`
-}
