@@ -27,6 +27,10 @@ type bundleState struct {
 	// InitPid is the init process's pid once it started, so that the delete action reports the
 	// exit of that pid (as runc's shim does) rather than of pid 0.
 	InitPid uint32 `json:"initPid,omitempty"`
+	// Namespace is the HNS namespace the shim made for the task's endpoint list, and
+	// Endpoints those endpoints (network.go); empty when CRI made the namespace.
+	Namespace string   `json:"namespace,omitempty"`
+	Endpoints []string `json:"endpoints,omitempty"`
 }
 
 // recordInitPid adds the started init process's pid to the bundle's state.

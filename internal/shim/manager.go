@@ -65,7 +65,7 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 		}
 		bundle = wd
 	}
-	pid, err := cleanupBundle(ctx, newHCSHost(hcs.NewHostClient()), layers.Default, id, bundle)
+	pid, err := cleanupBundle(ctx, newHCSHost(hcs.NewHostClient()), layers.Default, defaultHNS, id, bundle)
 	if err != nil {
 		return cshim.StopStatus{}, err
 	}
@@ -74,7 +74,7 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 
 // cleanupBundle removes what task id of bundle left behind, and returns the pid of its init
 // process if it had started (0 otherwise).
-func cleanupBundle(ctx context.Context, host hcsHost, lm layerMounter, id, bundle string) (initPid uint32, _ error) {
+func cleanupBundle(ctx context.Context, host hcsHost, lm layerMounter, net hnsDialer, id, bundle string) (initPid uint32, _ error) {
 	logger := log.G(ctx).WithFields(log.Fields{"task": id, "bundle": bundle})
 	st, err := readBundleState(bundle)
 	if err != nil {
@@ -111,6 +111,11 @@ func cleanupBundle(ctx context.Context, host hcsHost, lm layerMounter, id, bundl
 	}
 	if chain != nil {
 		if err := lm.Unmount(cctx, chain.Scratch); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if st != nil && st.Namespace != "" {
+		if err := deleteNamespace(cctx, net, st.Namespace, st.Endpoints); err != nil {
 			errs = append(errs, err)
 		}
 	}

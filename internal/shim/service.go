@@ -38,6 +38,7 @@ type service struct {
 	namespace string
 	host      hcsHost
 	layers    layerMounter
+	hns       hnsDialer
 	events    *eventQueue
 	shutdown  shutdown.Service
 
@@ -55,6 +56,7 @@ func newService(ctx context.Context, host hcsHost, lm layerMounter, publisher ev
 		namespace: ns,
 		host:      host,
 		layers:    lm,
+		hns:       defaultHNS,
 		events:    newEventQueue(ctx, publisher),
 		shutdown:  sd,
 		tasks:     map[string]*task{},

@@ -618,7 +618,7 @@ func TestDeleteAction(t *testing.T) {
 	initPid := h.createStart(req).pid
 	ctx := context.Background()
 	for i, wantPid := range []uint32{initPid, 0} { // the second run finds no state left
-		pid, err := cleanupBundle(ctx, h.host, h.layers, "c1", req.Bundle)
+		pid, err := cleanupBundle(ctx, h.host, h.layers, h.svc.hns, "c1", req.Bundle)
 		if err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}

@@ -30,8 +30,10 @@ type task struct {
 	bundle string
 	spec   *specs.Spec
 	chain  *layers.Chain
-	sys    computeSystem
-	init   *process
+	// netns is the HNS namespace the shim made for the spec's endpoint list ("" if none).
+	netns string
+	sys   computeSystem
+	init  *process
 
 	mu    sync.Mutex
 	execs map[string]*process
@@ -110,10 +112,28 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 
 	// Record what is about to exist before it exists, so the delete action can clean up
 	// after a crash at any point from here on.
-	if err := writeBundleState(req.Bundle, &bundleState{SystemID: req.ID, Layers: chain}); err != nil {
+	state := &bundleState{SystemID: req.ID, Layers: chain}
+	if err := writeBundleState(req.Bundle, state); err != nil {
 		return nil, err
 	}
 	undo = append(undo, func(context.Context) error { return removeBundleState(req.Bundle) })
+
+	netns := ""
+	if ownsNamespace(spec) {
+		endpoints := spec.Windows.Network.EndpointList
+		hctx, cancel := context.WithTimeout(ctx, hcsCallTimeout)
+		netns, err = createNamespace(hctx, s.hns, endpoints, func(id string) error {
+			state.Namespace, state.Endpoints = id, endpoints
+			return writeBundleState(req.Bundle, state)
+		})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", req.ID, err)
+		}
+		undo = append(undo, func(ctx context.Context) error { return deleteNamespace(ctx, s.hns, netns, endpoints) })
+		doc.Container.Networking.Namespace = netns
+		doc.Container.Networking.NetworkAdapters = nil
+	}
 
 	volume, err := s.layers.Mount(ctx, chain)
 	if err != nil {
@@ -144,6 +164,7 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 		bundle: req.Bundle,
 		spec:   spec,
 		chain:  chain,
+		netns:  netns,
 		sys:    sys,
 		execs:  map[string]*process{},
 	}
@@ -265,6 +286,11 @@ func (t *task) cleanup(ctx context.Context) error {
 	}
 	if err := t.svc.layers.Unmount(cctx, t.chain.Scratch); err != nil {
 		errs = append(errs, err)
+	}
+	if t.netns != "" {
+		if err := deleteNamespace(cctx, t.svc.hns, t.netns, t.spec.Windows.Network.EndpointList); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
