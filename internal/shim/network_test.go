@@ -86,6 +86,13 @@ func (f *fakeHNS) count() int {
 	return len(f.ns)
 }
 
+// Endpoint ids, GUIDs as HNS makes them.
+const (
+	ep1   = "0b0e5f3c-1111-4222-8333-000000000001"
+	ep2   = "0b0e5f3c-1111-4222-8333-000000000002"
+	epBad = "0b0e5f3c-1111-4222-8333-0000000000ff"
+)
+
 func endpointSpec(eps ...string) *specs.Spec {
 	s := testSpec()
 	s.Windows.Network = &specs.WindowsNetwork{EndpointList: eps, DNSSearchList: []string{"svc.local"}}
@@ -101,14 +108,14 @@ func TestEndpointListNamespace(t *testing.T) {
 			h := newHarness(t)
 			f := newFakeHNS()
 			h.svc.hns = f.dial
-			req := h.bundle("c1", endpointSpec("ep-1", "ep-2"))
+			req := h.bundle("c1", endpointSpec(ep1, ep2))
 			p := h.createStart(req)
 			doc := h.host.system("c1").doc.(*schema2.ComputeSystem)
 			n := doc.Container.Networking
 			if n == nil || n.Namespace == "" || len(n.NetworkAdapters) != 0 || n.DnsSearchList != "svc.local" {
 				t.Fatalf("networking %+v: want the shim's namespace instead of the adapters, DNS kept", n)
 			}
-			if eps := f.ns[n.Namespace]; !slices.Equal(eps, []string{"ep-1", "ep-2"}) {
+			if eps := f.ns[n.Namespace]; !slices.Equal(eps, []string{ep1, ep2}) {
 				t.Fatalf("namespace %s holds %q", n.Namespace, eps)
 			}
 			switch how {
@@ -138,11 +145,11 @@ func TestEndpointListNamespace(t *testing.T) {
 func TestEndpointListFailureLeavesNothing(t *testing.T) {
 	h := newHarness(t)
 	f := newFakeHNS()
-	f.addErr["ep-bad"] = errors.New("HCN_E_ENDPOINT_NOT_FOUND")
+	f.addErr[epBad] = errors.New("HCN_E_ENDPOINT_NOT_FOUND")
 	h.svc.hns = f.dial
-	req := h.bundle("c1", endpointSpec("ep-1", "ep-bad"))
+	req := h.bundle("c1", endpointSpec(ep1, epBad))
 	_, err := h.svc.Create(context.Background(), req)
-	if err == nil || !strings.Contains(err.Error(), `endpointList[1]="ep-bad"`) {
+	if err == nil || !strings.Contains(err.Error(), `endpointList[1]="`+epBad+`"`) {
 		t.Fatalf("err = %v, want one naming the endpoint", err)
 	}
 	if f.count() != 0 || h.host.system("c1") != nil || h.layers.count() != 0 {
