@@ -179,6 +179,37 @@ func TestPodNetworking(t *testing.T) {
 		}
 	})
 
+	t.Run("endpoint list without a namespace", func(t *testing.T) {
+		// A spec listing endpoints without a namespace: the shim makes one for them (as
+		// hcsshim does) and removes it with the task, leaving the endpoint detached.
+		ep, err := h.CreateEndpoint(ctx, network.Id, &hcn.HostComputeEndpoint{IpConfigurations: []hcn.IpConfig{{IpAddress: "10.252.0.30"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.DeleteEndpoint(ctx, ep.Id)
+		tk := start("net-endpoint-list", []oci.SpecOpts{func(_ context.Context, _ oci.Client, _ *containers.Container, s *specs.Spec) error {
+			s.Windows.Network = &specs.WindowsNetwork{EndpointList: []string{ep.Id}}
+			return nil
+		}}, "listen", "0.0.0.0:8080")
+		if err := tk.WaitOutput(ctx, "listening"); err != nil {
+			t.Fatal(err)
+		}
+		attached, err := h.GetEndpoint(ctx, ep.Id)
+		if err != nil || attached.HostComputeNamespace == "" {
+			t.Fatalf("the listed endpoint is in no namespace: %+v, %v", attached, err)
+		}
+		if out, err := inHost("connect", "10.252.0.30:8080", "to the listed endpoint"); err != nil || out != "echo: to the listed endpoint\n" {
+			t.Errorf("host → listed endpoint: %q, %v", out, err)
+		}
+		deleteTask(ctx, t, tk)
+		if after, err := h.GetEndpoint(ctx, ep.Id); err != nil || after.HostComputeNamespace != "" {
+			t.Errorf("after the task's delete the endpoint is in namespace %q (%v)", after.HostComputeNamespace, err)
+		}
+		if _, err := h.GetNamespace(ctx, attached.HostComputeNamespace); !hns.IsNotFound(err) {
+			t.Errorf("the shim's namespace %s is still there: %v", attached.HostComputeNamespace, err)
+		}
+	})
+
 	// Tear down as CRI and CNI do: the pods' containers, then the endpoints (CNI DEL), the
 	// namespaces, and here the network.
 	for i := len(tasks) - 1; i >= 0; i-- {
@@ -222,12 +253,10 @@ func TestPodNetworking(t *testing.T) {
 			t.Errorf("network namespace file left: %s", e.Name())
 		}
 	}
-	for _, m := range harness.MountsUnder(filepath.Join(hcsemuRoot, "netns")) {
-		if filepath.Base(m) != "host" {
-			t.Errorf("network namespace still mounted: %s", m)
-		}
+	for _, m := range env.TaskMountsUnderRoot() {
+		t.Errorf("still mounted: %s", m)
 	}
-	links, err := exec.Command("nsenter", "--net="+filepath.Join(hcsemuRoot, "netns", "host"), "ip", "-o", "link", "show").Output()
+	links, err := exec.Command("nsenter", "--net="+env.HostNetnsPath(), "ip", "-o", "link", "show").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
