@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -109,6 +108,7 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	dp, err := newLinuxNet(ctx, root)
 	if err != nil {
+		cg.removeBase()
 		lock.Close()
 		return nil, fmt.Errorf("hcsemu: HNS: %w", err)
 	}
@@ -824,10 +824,8 @@ func (e *Engine) Close(ctx context.Context) error {
 	if err := e.hns.close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("HNS: %w", err))
 	}
-	for _, c := range cgroupControllers {
-		if err := os.Remove(filepath.Join(e.cg.mountRoot, c, e.cg.base)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
+	if err := e.cg.removeBase(); err != nil {
+		errs = append(errs, err)
 	}
 	e.lock.Close()
 	return errors.Join(errs...)

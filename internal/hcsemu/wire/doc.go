@@ -5,6 +5,10 @@
 // internal/computecore, the bare HCS API surface (which imports nothing of the project's), for
 // the typed HRESULT and event type the frames carry.
 //
+// hns.go holds the HNS half: one method per computenetwork.dll function and one for
+// vmcompute.dll's HNSCall, synchronous, with objects named by GUID on the wire and handles kept
+// by the client (internal/hcsemu/client's HNSClient).
+//
 // The transport is one unix stream socket per client process. Every message is a Frame: a 4-byte
 // big-endian length, then that many bytes of JSON. A client sends requests ({id, method, args});
 // the daemon answers each with a response carrying the same id, and in any order, because calls
