@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command hcsemu is the HCS emulator daemon: it serves internal/hcsemu on a unix socket so that
 // runhcs's shim and tools run on Linux as they do against the Host Compute Service on Windows.
 // With --tcp-address it also serves the same engine on a loopback TCP address, for the stand-in

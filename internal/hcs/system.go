@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -27,7 +28,9 @@ type System struct {
 
 	mu     sync.RWMutex // guards handle against Close; held only across the issuing call
 	handle computecore.System
-	key    uintptr // registry key of the notification callback, 0 if none
+	// released is set once the handle is closed: notifications that computecore delivers
+	// later are dropped.
+	released atomic.Bool
 
 	exitOnce sync.Once
 	exited   chan struct{}
@@ -291,27 +294,30 @@ func (s *System) ExitError() error {
 // Close.
 func (s *System) Close() error {
 	s.mu.Lock()
-	h, key := s.handle, s.key
-	s.handle, s.key = 0, 0
+	h := s.handle
+	s.handle = 0
 	s.mu.Unlock()
 	if h == 0 {
 		return nil
 	}
 	s.api.CloseComputeSystem(h)
-	if key != 0 {
-		unregisterKey(key)
-	}
+	s.released.Store(true)
 	return nil
 }
 
-// subscribe registers for the system's notifications.
+// subscribe registers for the system's notifications. The callback is a Go function kept by
+// computecore's own registry (which hands C an integer key, never a Go pointer), so no second
+// registry is needed here.
 func (s *System) subscribe(ctx context.Context) {
-	key := registerSystem(s)
-	s.mu.Lock()
+	s.mu.RLock()
 	h := s.handle
-	s.key = key
-	s.mu.Unlock()
-	if err := s.api.SetComputeSystemCallback(h, computecore.EventOptionNone, key, systemCallback); err != nil {
+	s.mu.RUnlock()
+	onEvent := func(ev computecore.Event, _ uintptr) {
+		if !s.released.Load() {
+			s.onEvent(ev)
+		}
+	}
+	if err := s.api.SetComputeSystemCallback(h, computecore.EventOptionNone, 0, onEvent); err != nil {
 		// Without notifications, fall back to a waiter so that Exited still works.
 		log.G(ctx).WithField("system", s.id).WithError(err).Warn("SetComputeSystemCallback failed; waiting for exit instead")
 		go func() {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openhcs/runhcs/internal/hcsemu/client"
+	"github.com/openhcs/runhcs/internal/testenv"
 )
 
 // The contract suite's environment on Linux: the hcsemu daemon built from ./cmd/hcsemu, run as
@@ -34,12 +35,10 @@ func TestMain(m *testing.M) {
 }
 
 // requireContract returns a client of the shared daemon. It skips only when not root and not
-// in CI; anything else that goes wrong fails the test.
+// in CI (testenv); anything else that goes wrong fails the test.
 func requireContract(t *testing.T) *Client {
 	t.Helper()
-	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
-		t.Skip("the HNS contract suite needs root (network namespaces) and the hcsemu daemon; run as root or with CI=true")
-	}
+	testenv.RequireRoot(t, "the HNS contract suite runs the hcsemu daemon, which makes network namespaces")
 	envOnce.Do(func() { envAddr, envErr = startDaemon() })
 	if envErr != nil {
 		t.Fatalf("contract environment: %v", envErr)

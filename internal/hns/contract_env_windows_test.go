@@ -3,6 +3,8 @@ package hns
 import (
 	"os"
 	"testing"
+
+	"github.com/openhcs/runhcs/internal/testenv"
 )
 
 // requireContract on Windows uses the real computenetwork.dll (or, under Wine, a stand-in for
@@ -11,7 +13,7 @@ func requireContract(t *testing.T) *Client {
 	t.Helper()
 	api, err := DefaultAPI()
 	if err != nil {
-		if os.Getenv("CI") == "true" && os.Getenv("RUNHCS_HNS_CONTRACT") == "true" {
+		if testenv.InCI() && os.Getenv("RUNHCS_HNS_CONTRACT") == "true" {
 			t.Fatalf("HNS: %v", err)
 		}
 		t.Skipf("HNS not available: %v", err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
+	"github.com/openhcs/runhcs/internal/shim/task"
 )
 
 // fakeHNS is an HNS with namespaces and their endpoints.
@@ -30,7 +31,7 @@ type fakeHNS struct {
 
 func newFakeHNS() *fakeHNS { return &fakeHNS{ns: map[string][]string{}, addErr: map[string]error{}} }
 
-func (f *fakeHNS) dial() (hnsNamespaces, error) {
+func (f *fakeHNS) dial() (task.HNS, error) {
 	f.mu.Lock()
 	f.dialled++
 	f.mu.Unlock()
@@ -107,7 +108,7 @@ func TestEndpointListNamespace(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			h := newHarness(t)
 			f := newFakeHNS()
-			h.svc.hns = f.dial
+			h.svc.deps.HNS = f.dial
 			req := h.bundle("c1", endpointSpec(ep1, ep2))
 			p := h.createStart(req)
 			doc := h.host.system("c1").doc.(*schema2.ComputeSystem)
@@ -129,7 +130,8 @@ func TestEndpointListNamespace(t *testing.T) {
 				}
 			case "delete action":
 				// The shim died: containerd runs the delete action, which reads the bundle.
-				if _, err := cleanupBundle(context.Background(), h.host, h.layers, f.dial, "c1", req.Bundle); err != nil {
+				deps := h.svc.deps
+				if _, err := task.Cleanup(context.Background(), deps, "c1", req.Bundle); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -146,7 +148,7 @@ func TestEndpointListFailureLeavesNothing(t *testing.T) {
 	h := newHarness(t)
 	f := newFakeHNS()
 	f.addErr[epBad] = errors.New("HCN_E_ENDPOINT_NOT_FOUND")
-	h.svc.hns = f.dial
+	h.svc.deps.HNS = f.dial
 	req := h.bundle("c1", endpointSpec(ep1, epBad))
 	_, err := h.svc.Create(context.Background(), req)
 	if err == nil || !strings.Contains(err.Error(), `endpointList[1]="`+epBad+`"`) {
@@ -155,7 +157,7 @@ func TestEndpointListFailureLeavesNothing(t *testing.T) {
 	if f.count() != 0 || h.host.system("c1") != nil || h.layers.count() != 0 {
 		t.Errorf("left: namespaces %v, system %v, mounts %d", f.ns, h.host.system("c1") != nil, h.layers.count())
 	}
-	if _, err := os.Stat(filepath.Join(req.Bundle, stateFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(req.Bundle, task.StateFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("state left behind: %v", err)
 	}
 }
@@ -165,7 +167,7 @@ func TestEndpointListFailureLeavesNothing(t *testing.T) {
 func TestCRINamespace(t *testing.T) {
 	h := newHarness(t)
 	f := newFakeHNS()
-	h.svc.hns = f.dial
+	h.svc.deps.HNS = f.dial
 	const ns = "6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11"
 	for _, id := range []string{"pause", "app"} {
 		s := testSpec()

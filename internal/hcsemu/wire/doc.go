@@ -2,8 +2,9 @@
 // (internal/hcsemu/client), and the daemon's default address.
 //
 // It is the neutral leaf both sides import. Of this project's packages it imports only
-// internal/computecore, the bare HCS API surface (which imports nothing of the project's), for
-// the typed HRESULT and event type the frames carry.
+// internal/computecore, the bare HCS API surface, for the typed HRESULT and event type the
+// frames carry, and internal/hcs/schema2 for the ResultError document of a failure; neither
+// imports anything of the project's.
 //
 // hns.go holds the HNS half: one method per computenetwork.dll function and one for
 // vmcompute.dll's HNSCall, synchronous, with objects named by GUID on the wire and handles kept

@@ -1,4 +1,4 @@
-package shim
+package task
 
 import (
 	"context"
@@ -22,20 +22,8 @@ import (
 // namespace, so a torn-down task leaves no endpoint attached. The namespace's id is recorded
 // in the bundle state first, so the delete action cleans up after a crash too.
 
-// hnsNamespaces is what the shim needs of HNS (an *hns.Client).
-type hnsNamespaces interface {
-	CreateNamespace(ctx context.Context, typ string) (*hcn.HostComputeNamespace, error)
-	AddNamespaceEndpoint(ctx context.Context, namespaceID, endpointID string) error
-	RemoveNamespaceEndpoint(ctx context.Context, namespaceID, endpointID string) error
-	DeleteNamespace(ctx context.Context, id string) error
-}
-
-// hnsDialer gives an HNS client when a task first needs one; shims without such tasks never
-// connect to HNS.
-type hnsDialer func() (hnsNamespaces, error)
-
-// defaultHNS is the platform's HNS (computenetwork.dll, or hcsemu's).
-func defaultHNS() (hnsNamespaces, error) {
+// DefaultHNS is the platform's HNS (computenetwork.dll, or hcsemu's), for Deps.HNS.
+func DefaultHNS() (HNS, error) {
 	api, err := hns.DefaultAPI()
 	if err != nil {
 		return nil, fmt.Errorf("HNS: %w", err)
@@ -43,15 +31,19 @@ func defaultHNS() (hnsNamespaces, error) {
 	return hns.NewClient(api), nil
 }
 
-// ownsNamespace reports whether the shim must make the task's namespace.
-func ownsNamespace(spec *specs.Spec) bool {
+// OwnEndpoints returns the endpoints the shim must put in a namespace of its own: the spec's
+// endpoint list when it names no namespace (nil otherwise).
+func OwnEndpoints(spec *specs.Spec) []string {
 	n := spec.Windows.Network
-	return n != nil && n.NetworkNamespace == "" && len(n.EndpointList) > 0
+	if n == nil || n.NetworkNamespace != "" {
+		return nil
+	}
+	return n.EndpointList
 }
 
 // createNamespace makes an HNS namespace holding endpoints; record is called with its id as
 // soon as it exists. On failure it removes what it made.
-func createNamespace(ctx context.Context, dial hnsDialer, endpoints []string, record func(id string) error) (string, error) {
+func createNamespace(ctx context.Context, dial func() (HNS, error), endpoints []string, record func(id string) error) (string, error) {
 	c, err := dial()
 	if err != nil {
 		return "", err
@@ -75,7 +67,7 @@ func createNamespace(ctx context.Context, dial hnsDialer, endpoints []string, re
 
 // deleteNamespace removes endpoints from a namespace the shim made and deletes it; what is
 // already gone is fine, so it can run any number of times.
-func deleteNamespace(ctx context.Context, dial hnsDialer, id string, endpoints []string) error {
+func deleteNamespace(ctx context.Context, dial func() (HNS, error), id string, endpoints []string) error {
 	c, err := dial()
 	if err != nil {
 		return err
