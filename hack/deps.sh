@@ -2,7 +2,9 @@
 # hack/deps.sh installs what building and testing runhcs needs on a Debian machine that has Go,
 # and is quick when everything is already there:
 #   - Debian packages: protoc (pinned), gcc and libc headers (the race detector needs cgo), make,
-#     git, shellcheck (hack/lint.sh)
+#     git, shellcheck (hack/lint.sh), nftables and iproute2 (hcsemu's HNS: port mappings and NAT
+#     are nftables rules in its emulated host's network namespace; the networking tests look at
+#     links with `ip`)
 #   - the pinned Go tools (hack/tools.sh): protoc-gen-go, protoc-gen-go-ttrpc, staticcheck,
 #     containerd 2.x and 1.7 with their ctr, built from the Go module proxy into a cache
 #
@@ -35,6 +37,8 @@ command -v gcc >/dev/null || need+=(gcc libc6-dev)
 command -v make >/dev/null || need+=(make)
 command -v git >/dev/null || need+=(git)
 command -v shellcheck >/dev/null || need+=(shellcheck)
+command -v nft >/dev/null || need+=(nftables)
+command -v ip >/dev/null || need+=(iproute2)
 if [[ ${#need[@]} -gt 0 ]]; then
 	if [[ $(id -u) -ne 0 ]]; then
 		echo "deps: need Debian packages ${need[*]}; run as root or install them" >&2

@@ -6,9 +6,13 @@
 // computecore.dll that Windows programs load under Wine (hack/wine); --tcp-address-file then
 // names a file to write the address served to (useful with port 0). On SIGTERM or SIGINT it
 // terminates every compute system (killing their processes and removing their cgroups) and
-// exits 0.
+// exits 0, having removed every HNS network, endpoint and namespace.
 //
 //	hcsemu --address /run/hcsemu/hcsemu.sock [--tcp-address 127.0.0.1:0 --tcp-address-file FILE]
+//
+// `hcsemu hostns --root ROOT -- PROGRAM ARGS…` runs a program in the emulated Windows host's
+// network namespace of the daemon using ROOT (where HNS networks are bridges with their
+// gateways, as the Windows host sees its vSwitch): `nsenter --net=ROOT/netns/host` does the same.
 package main
 
 import (
@@ -26,6 +30,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "hostns" {
+		hostns(os.Args[2:])
+		return
+	}
 	var (
 		address   = flag.String("address", wire.DefaultAddress, "unix socket to serve on")
 		root      = flag.String("root", "/var/lib/hcsemu", "folder for the emulator's state")
@@ -60,4 +68,18 @@ func main() {
 		log.G(ctx).WithError(err).Error("hcsemu")
 		os.Exit(1)
 	}
+}
+
+// hostns is `hcsemu hostns --root ROOT -- PROGRAM ARGS…`.
+func hostns(args []string) {
+	fs := flag.NewFlagSet("hostns", flag.ExitOnError)
+	root := fs.String("root", "/var/lib/hcsemu", "the --root of the running daemon")
+	fs.Parse(args)
+	if fs.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "hcsemu hostns: usage: hcsemu hostns [--root ROOT] -- PROGRAM [ARGS…]")
+		os.Exit(2)
+	}
+	err := hcsemu.ExecInHostNetns(*root, fs.Args())
+	fmt.Fprintf(os.Stderr, "hcsemu hostns: %v\n", err)
+	os.Exit(1)
 }

@@ -120,6 +120,17 @@ func (m *cgroupManager) create(id string) (*cgroup, error) {
 }
 
 // groupFor names the group a system with this id has (or would have).
+// removeBase removes the daemon's own group folders (empty once its systems are gone).
+func (m *cgroupManager) removeBase() error {
+	var errs []error
+	for _, c := range cgroupControllers {
+		if err := os.Remove(filepath.Join(m.mountRoot, c, m.base)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func (m *cgroupManager) groupFor(id string) *cgroup { return &cgroup{m: m, name: groupName(id)} }
 
 func (g *cgroup) dir(controller string) string {

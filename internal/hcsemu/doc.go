@@ -1,12 +1,12 @@
-// Package hcsemu is an emulator of the Host Compute Service (vmcompute) for Linux: the engine
-// that keeps compute systems and processes with HCS's documents, states, notifications and
-// HRESULTs, and the server that serves it on a unix socket and, optionally, on loopback TCP for
+// Package hcsemu is an emulator of the Host Compute Service (vmcompute) and of the Host Network
+// Service for Linux: the engine that keeps compute systems and processes with HCS's documents,
+// states, notifications and HRESULTs, and HNS networks, endpoints and namespaces with HCN's, and the server that serves it on a unix socket and, optionally, on loopback TCP for
 // the stand-in computecore.dll under Wine (cmd/hcsemu is the daemon). Its client, the
 // computecore.API of Linux builds, is internal/hcsemu/client; the protocol between them is the
 // leaf package internal/hcsemu/wire, which both import. internal/hcs chooses the client.
 //
-// It imports computecore (HRESULTs, event types), internal/hcs/schema2 (the documents) and wire;
-// nothing above those. Files:
+// It imports computecore and computenetwork (HRESULTs, event types), internal/hcs/schema2 and
+// internal/hns/hcn (the documents) and wire; nothing above those. Files:
 //
 //   - validate.go: documents decoded strictly against schema2 (unknown or mistyped fields are
 //     HCS_E_INVALID_JSON naming the field's path; out-of-range numbers E_INVALIDARG), and the
@@ -31,6 +31,13 @@
 //     with a process's stdio kept under a token for the client's AttachStdio connections
 //     instead of sent as descriptors; only loopback addresses are served.
 //   - daemon_linux.go: Run, the daemon's wiring of listeners, engine and server.
+//   - hns.go, hns_v1.go: HNS objects, their validation and queries (v2), and the v1 HNSCall
+//     surface translated onto them; methods_hns_linux.go: their wire methods.
+//   - hnsnet_linux.go: the HNS dataplane: the emulated host's network namespace
+//     (<root>/netns/host), a bridge per network, a netns per HNS namespace, a veth pair per
+//     attached endpoint, nftables rules for port mappings and NAT; `hcsemu hostns`. A system
+//     naming Container.Networking.Namespace has its processes forked in that namespace
+//     (spawn_linux.go). HNS state is cleaned, not persisted, with the daemon (hns.go says why).
 //
 // Like vmcompute, the daemon keeps systems alive across the death of the client that made them:
 // any client can open one by id. A stopped system is forgotten when its last handle closes. If

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -59,6 +58,7 @@ type Engine struct {
 	hostCPUs int
 	cg       *cgroupManager
 	sp       *spawner
+	hns      *hnsState
 	instance atomic.Uint64
 	cleanup  sync.WaitGroup
 
@@ -106,12 +106,19 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		lock.Close()
 		return nil, err
 	}
+	dp, err := newLinuxNet(ctx, root)
+	if err != nil {
+		cg.removeBase()
+		lock.Close()
+		return nil, fmt.Errorf("hcsemu: HNS: %w", err)
+	}
 	return &Engine{
 		lock:     lock,
 		cfg:      cfg,
 		hostCPUs: runtime.NumCPU(),
 		cg:       cg,
 		sp:       newSpawner(),
+		hns:      newHNS(dp),
 		systems:  map[string]*system{},
 	}, nil
 }
@@ -138,6 +145,10 @@ type system struct {
 	exitOrder []uint32 // exited processes, oldest first, for pruning
 	refs      map[Subscriber]int
 	mapped    map[string]*mappedDir // by lower-cased container path
+	// netnsID is the HNS namespace of Container.Networking.Namespace, and netns its Linux
+	// network namespace, held open while the system's processes may start (nil: the daemon's).
+	netnsID string
+	netns   *os.File
 }
 
 func (s *system) ref() wire.SystemRef { return wire.SystemRef{ID: s.id, Instance: s.instance} }
@@ -225,6 +236,16 @@ func (s *system) setupLocked(ctx context.Context) error {
 			return errorf(computecore.E_INVALIDARG, "compute system %q: Container.Memory.SizeInMB: %v", s.id, err)
 		}
 	}
+	if n := c.Networking; n != nil && n.Namespace != "" {
+		path, err := s.e.hns.joinContainer(n.Namespace, s.id)
+		if err != nil {
+			return err
+		}
+		s.netnsID = n.Namespace
+		if s.netns, err = os.Open(path); err != nil {
+			return errorf(computecore.E_FAIL, "Container.Networking.Namespace: %q: %v", n.Namespace, err)
+		}
+	}
 	if s.volPath != "" {
 		v, err := openVolume(s.volPath)
 		if err != nil {
@@ -240,9 +261,10 @@ func (s *system) setupLocked(ctx context.Context) error {
 	return nil
 }
 
-// teardownLocked undoes setupLocked: mounts, volume and cgroups.
+// teardownLocked undoes setupLocked: mounts, volume, network namespace and cgroups.
 func (s *system) teardownLocked(ctx context.Context) {
 	s.unmapAllLocked(ctx)
+	s.leaveNetworkLocked()
 	if s.vol != nil {
 		s.vol.Close()
 	}
@@ -357,6 +379,7 @@ func (s *system) stopLocked(ctx context.Context, exitType schema2.NotificationTy
 		s.cg.kill(ctx)
 	}
 	s.unmapAllLocked(ctx)
+	s.leaveNetworkLocked()
 	s.notifyLocked(wire.Event{Type: computecore.EventSystemExited, System: s.ref(), Data: s.exitDocLocked()})
 	log.G(ctx).WithFields(log.Fields{"system": s.id, "exitType": exitType}).Info("hcsemu: compute system stopped")
 
@@ -382,6 +405,19 @@ func (s *system) stopLocked(ctx context.Context, exitType schema2.NotificationTy
 		}
 	}()
 	s.maybeRemoveLocked()
+}
+
+// leaveNetworkLocked takes the system out of its HNS namespace: no process of it starts any
+// more. Processes still exiting keep the Linux namespace alive until they are gone.
+func (s *system) leaveNetworkLocked() {
+	if s.netnsID != "" {
+		s.e.hns.leaveContainer(s.netnsID, s.id)
+		s.netnsID = ""
+	}
+	if s.netns != nil {
+		s.netns.Close()
+		s.netns = nil
+	}
 }
 
 // liveLocked lists the processes that have not exited.
@@ -785,10 +821,11 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.cleanup.Wait()
 	var errs []error
-	for _, c := range cgroupControllers {
-		if err := os.Remove(filepath.Join(e.cg.mountRoot, c, e.cg.base)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
+	if err := e.hns.close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("HNS: %w", err))
+	}
+	if err := e.cg.removeBase(); err != nil {
+		errs = append(errs, err)
 	}
 	e.lock.Close()
 	return errors.Join(errs...)

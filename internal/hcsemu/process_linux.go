@@ -263,7 +263,7 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 	}
 
 	attr := &os.ProcAttr{Dir: cwd, Env: env, Files: childFiles[:], Sys: sys}
-	osp, err := s.e.sp.spawn(s.cg, func() (*os.Process, error) {
+	osp, err := s.e.sp.spawn(s.cg, s.netns, func() (*os.Process, error) {
 		return os.StartProcess(exe.LinuxPath, argv, attr)
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package hcsemu
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 
@@ -24,6 +25,7 @@ type spawner struct {
 
 type spawnRequest struct {
 	cg    *cgroup
+	netns *os.File // the network namespace to start in; nil: the daemon's
 	start func() (*os.Process, error)
 	done  chan spawnResult
 }
@@ -45,8 +47,24 @@ func (s *spawner) loop(ready chan<- struct{}) {
 	// Never unlocked: the goroutine runs for the life of the daemon, and so does its thread.
 	runtime.LockOSThread()
 	tid := unix.Gettid()
+	// The daemon's own network namespace, which the thread returns to for processes of
+	// systems without one. Every spawn sets the thread's namespace explicitly, so a failed
+	// return never leaks a namespace into the next spawn.
+	own, ownErr := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", tid))
 	close(ready)
 	for req := range s.reqs {
+		target := own
+		if req.netns != nil {
+			target = req.netns
+		}
+		if ownErr != nil || target == nil {
+			req.done <- spawnResult{err: fmt.Errorf("the spawner cannot open its network namespace: %v", ownErr)}
+			continue
+		}
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			req.done <- spawnResult{err: fmt.Errorf("enter the network namespace %s: %w", target.Name(), err)}
+			continue
+		}
 		entered := false
 		if req.cg != nil {
 			if err := req.cg.enterThread(tid); err != nil {
@@ -72,10 +90,12 @@ func (s *spawner) loop(ready chan<- struct{}) {
 	}
 }
 
-// spawn runs start on the spawner thread, inside cg's groups when cg is not nil.
-func (s *spawner) spawn(cg *cgroup, start func() (*os.Process, error)) (*os.Process, error) {
+// spawn runs start on the spawner thread, inside cg's groups when cg is not nil and in the
+// network namespace netns when it is not nil: the child is forked from that thread and so
+// starts in both.
+func (s *spawner) spawn(cg *cgroup, netns *os.File, start func() (*os.Process, error)) (*os.Process, error) {
 	done := make(chan spawnResult, 1)
-	s.reqs <- spawnRequest{cg: cg, start: start, done: done}
+	s.reqs <- spawnRequest{cg: cg, netns: netns, start: start, done: done}
 	r := <-done
 	return r.p, r.err
 }

@@ -50,7 +50,10 @@ func decodeOptional(doc string, v any, what string) error {
 	return decodeDocument(doc, v, what)
 }
 
-var timeType = reflect.TypeOf(time.Time{})
+var (
+	timeType       = reflect.TypeOf(time.Time{})
+	rawMessageType = reflect.TypeOf(json.RawMessage(nil))
+)
 
 func fieldPath(parent, name string) string {
 	if parent == "" {
@@ -102,8 +105,8 @@ func checkShape(p string, v any, t reflect.Type) error {
 			return errorf(computecore.HCS_E_INVALID_JSON, "%s: %q is not an RFC 3339 date-time", name, s)
 		}
 		return nil
-	case t.Kind() == reflect.Interface:
-		return nil // free-form (Settings, HostedSystem): checked where it is used
+	case t.Kind() == reflect.Interface, t == rawMessageType:
+		return nil // free-form (Settings, HostedSystem, HCN policy settings): checked where it is used
 	case t.Kind() == reflect.Struct:
 		obj, ok := v.(map[string]any)
 		if !ok {
@@ -273,6 +276,11 @@ func validateContainer(c *schema2.Container, hosted bool, hostCPUs int, statPath
 			}
 		}
 	}
+	if n := c.Networking; n != nil && len(n.NetworkAdapters) > 0 {
+		// Endpoints attached without a namespace (the v1 EndpointList way) are not emulated:
+		// callers put endpoints in an HNS namespace and name it, as hcsshim does for v2.
+		return errorf(computecore.E_NOTIMPL, "Container.Networking.NetworkAdapters: %q: attach endpoints through an HNS namespace (Container.Networking.Namespace)", n.NetworkAdapters)
+	}
 	if err := ValidateProcessor("Container.Processor", c.Processor, hostCPUs); err != nil {
 		return err
 	}
@@ -335,3 +343,6 @@ func ValidateProcessParameters(doc string) (*schema2.ProcessParameters, error) {
 	}
 	return &p, nil
 }
+
+// reflectType is reflect.TypeOf, for files that do not import reflect.
+func reflectType(v any) reflect.Type { return reflect.TypeOf(v) }

@@ -9,6 +9,7 @@ import (
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/openhcs/runhcs/internal/computenetwork"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 )
 
@@ -58,6 +59,18 @@ func ContainerDocument(s *specs.Spec, storagePath string, parents []string) (*sc
 	c.Processor, c.Memory = res.Processor, res.Memory
 	c.Storage.QoS = res.QoS
 	if n := s.Windows.Network; n != nil {
+		// HNS names namespaces and endpoints by GUID; anything else would fail in HCS or HNS
+		// after the layers were mounted.
+		if n.NetworkNamespace != "" {
+			if _, err := computenetwork.ParseGUID(n.NetworkNamespace); err != nil {
+				return nil, fmt.Errorf("windows.network.networkNamespace=%q: not an HNS namespace id (a GUID): %w", n.NetworkNamespace, errdefs.ErrInvalidArgument)
+			}
+		}
+		for i, ep := range n.EndpointList {
+			if _, err := computenetwork.ParseGUID(ep); err != nil && n.NetworkNamespace == "" {
+				return nil, fmt.Errorf("windows.network.endpointList[%d]=%q: not an HNS endpoint id (a GUID): %w", i, ep, errdefs.ErrInvalidArgument)
+			}
+		}
 		net := &schema2.Networking{
 			AllowUnqualifiedDnsQuery:   n.AllowUnqualifiedDNSQuery,
 			DnsSearchList:              strings.Join(n.DNSSearchList, ","),
@@ -65,7 +78,9 @@ func ContainerDocument(s *specs.Spec, storagePath string, parents []string) (*sc
 			Namespace:                  n.NetworkNamespace,
 		}
 		// With a namespace HCS takes the endpoints from it (hcsshim leaves the adapters out
-		// then); without one, the endpoints are attached directly.
+		// then). Without one, the shim puts the endpoints in a namespace of its own and names
+		// that instead (internal/shim/network.go), as hcsshim does; the document carries them
+		// as adapters until then.
 		if n.NetworkNamespace == "" {
 			net.NetworkAdapters = n.EndpointList
 		}

@@ -78,6 +78,16 @@ func TestContainerDocument(t *testing.T) {
 				EndpointList:             []string{"ignored-with-namespace"},
 			}
 		}},
+		{"network-endpoints", func(s *specs.Spec) {
+			// No namespace: the endpoints travel as adapters until the shim makes one.
+			s.Windows.Network = &specs.WindowsNetwork{
+				EndpointList:               []string{"0b0e5f3c-1111-4222-8333-944455556666"},
+				NetworkSharedContainerName: "pause-0",
+			}
+		}},
+		{"network-dns-only", func(s *specs.Spec) {
+			s.Windows.Network = &specs.WindowsNetwork{DNSSearchList: []string{"cluster.local"}}
+		}},
 		{"linux-section-ignored", func(s *specs.Spec) {
 			s.Linux = &specs.Linux{Devices: []specs.LinuxDevice{{Path: "/dev/null", Type: "c", Major: 1, Minor: 3}}}
 		}},
@@ -127,6 +137,12 @@ func TestContainerDocumentErrors(t *testing.T) {
 		want   string // a substring naming the field
 	}{
 		{"no windows section", func(s *specs.Spec) { s.Windows = nil }, "spec has no windows section"},
+		{"namespace not a GUID", func(s *specs.Spec) {
+			s.Windows.Network = &specs.WindowsNetwork{NetworkNamespace: "/var/run/netns/cni-1"}
+		}, `windows.network.networkNamespace="/var/run/netns/cni-1"`},
+		{"endpoint not a GUID", func(s *specs.Spec) {
+			s.Windows.Network = &specs.WindowsNetwork{EndpointList: []string{"0b0e5f3c-1111-4222-8333-944455556666", "eth0"}}
+		}, `windows.network.endpointList[1]="eth0"`},
 		{"cpu count zero", func(s *specs.Spec) {
 			s.Windows.Resources = &specs.WindowsResources{CPU: &specs.WindowsCPUResources{Count: u64(0)}}
 		}, "windows.resources.cpu.count=0"},

@@ -65,5 +65,7 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 		Document: doc,
 		Process:  spec.Process,
 		IO:       stdio.Config{Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, Terminal: req.Terminal},
+		// Endpoints listed without a namespace go into one the task makes, as hcsshim does.
+		Endpoints: task.OwnEndpoints(spec),
 	})
 }

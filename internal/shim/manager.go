@@ -64,7 +64,7 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 		}
 		bundle = wd
 	}
-	deps := task.Deps{Host: newHCSHost(hcs.NewHostClient()), Mounter: layers.NewMounter()}
+	deps := task.Deps{Host: newHCSHost(hcs.NewHostClient()), Mounter: layers.NewMounter(), HNS: task.DefaultHNS}
 	pid, err := task.Cleanup(ctx, deps, id, bundle)
 	if err != nil {
 		return cshim.StopStatus{}, err

@@ -48,7 +48,7 @@ func newService(ctx context.Context, host task.Host, lm task.Mounter, publisher 
 	ns, _ := namespaces.Namespace(ctx)
 	q := newEventQueue(ctx, publisher)
 	s := &service{
-		deps:     task.Deps{Ctx: ctx, Namespace: ns, Host: host, Mounter: lm, Events: q},
+		deps:     task.Deps{Ctx: ctx, Namespace: ns, Host: host, Mounter: lm, Events: q, HNS: task.DefaultHNS},
 		events:   q,
 		shutdown: sd,
 		tasks:    map[string]*task.Task{},

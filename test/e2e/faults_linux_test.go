@@ -218,7 +218,7 @@ func testShimKilled(ctx context.Context, t *testing.T, env *harness.Env) {
 		t.Errorf("task delete after the shim died: %v", err)
 	}
 	// Nothing of it mounted anywhere under the environment's root (no other task runs now).
-	if left := harness.MountsUnder(env.Root); len(left) > 0 {
+	if left := env.TaskMountsUnderRoot(); len(left) > 0 {
 		t.Errorf("after the shim was killed, mounted under %s: %v", env.Root, left)
 	}
 	// The container can run a new task: nothing of the old one (state, mount, system) is in
@@ -273,7 +273,7 @@ func testHCSEmuRestart(ctx context.Context, t *testing.T, env *harness.Env) {
 			t.Errorf("delete %s: %v", id, err)
 		}
 	}
-	if left := harness.MountsUnder(env.Root); len(left) > 0 {
+	if left := env.TaskMountsUnderRoot(); len(left) > 0 {
 		t.Errorf("after the tasks of the dead hcsemu were deleted, mounted under %s: %v", env.Root, left)
 	}
 	if systems, err := env.ComputeSystems(ctx); err != nil || len(systems) != 0 {

@@ -22,6 +22,11 @@
 //	                      events) until killed
 //	alloc MB [SECONDS]    allocate and touch MB MiB, print "allocated MB MiB", hold it SECONDS
 //	spin SECONDS          keep one CPU busy for SECONDS
+//	listen ADDRESS        TCP echo server: listen on ADDRESS (host:port), print "listening ADDRESS"
+//	                      (the address bound), then for each connection read one line and answer
+//	                      "echo: LINE", until killed
+//	connect ADDRESS MSG   connect to ADDRESS (retrying for up to 10 s while it is refused or
+//	                      unreachable), send MSG and a newline, print the one-line answer
 //
 // PATH arguments may be Windows paths ("C:\data\x.txt"): the Linux build maps the drive letter to
 // its root and backslashes to slashes, since hcsemu runs it chrooted with C:\ as its root.

@@ -127,6 +127,16 @@ func dispatch(cmd string, args []string, stdin io.Reader, stdout, stderr io.Writ
 		return ignoreSignals(stdout)
 	case "alloc":
 		return alloc(stdout, args)
+	case "listen":
+		if len(args) != 1 {
+			return usageError{fmt.Sprintf("want ADDRESS (host:port), got %q", args)}
+		}
+		return listen(args[0], stdout)
+	case "connect":
+		if len(args) != 2 {
+			return usageError{fmt.Sprintf("want ADDRESS (host:port) MESSAGE, got %q", args)}
+		}
+		return connect(args[0], args[1], stdout)
 	case "spin":
 		d, err := secondsArg(args, 0)
 		if err != nil {

@@ -5,6 +5,9 @@
 // computecore.dll keeps them on Windows, stdio received as file descriptors. NewHCS finds the
 // daemon at $HCSEMU_ADDRESS or wire.DefaultAddress; DialHCS takes an address.
 //
-// It imports computecore (the API it implements) and wire, nothing above them; only
-// internal/hcs, the emulator's tests and the e2e harness import it.
+// HNSClient (hns_unix.go) is the computenetwork.API that internal/hns uses off Windows: the
+// daemon's HNS over a connection of its own; NewHNS and DialHNS find it the same way.
+//
+// It imports computecore and computenetwork (the APIs it implements) and wire, nothing above
+// them; only internal/hcs, internal/hns, the emulator's tests and the e2e harness import it.
 package client

@@ -6,6 +6,10 @@
 // frames carry, and internal/hcs/schema2 for the ResultError document of a failure; neither
 // imports anything of the project's.
 //
+// hns.go holds the HNS half: one method per computenetwork.dll function and one for
+// vmcompute.dll's HNSCall, synchronous, with objects named by GUID on the wire and handles kept
+// by the client (internal/hcsemu/client's HNSClient).
+//
 // The transport is one unix stream socket per client process. Every message is a Frame: a 4-byte
 // big-endian length, then that many bytes of JSON. A client sends requests ({id, method, args});
 // the daemon answers each with a response carrying the same id, and in any order, because calls

@@ -33,6 +33,10 @@ type bundleState struct {
 	// InitPid is the init process's pid once it started, so that the delete action reports the
 	// exit of that pid (as runc's shim does) rather than of pid 0.
 	InitPid uint32 `json:"initPid,omitempty"`
+	// Namespace is the HNS namespace the shim made for the task's endpoint list, and
+	// Endpoints those endpoints (network.go); empty when CRI made the namespace.
+	Namespace string   `json:"namespace,omitempty"`
+	Endpoints []string `json:"endpoints,omitempty"`
 }
 
 // recordInitPid adds the started init process's pid to the bundle's state.
@@ -107,11 +111,14 @@ type resources struct {
 	systemID string
 	chain    *layers.Chain
 	bundle   string
+	// namespace is the HNS namespace made for endpoints (network.go), removed with them.
+	namespace string
+	endpoints []string
 }
 
 // release is the one path that ends what a task holds, in reverse order of acquisition: the
-// compute system is terminated (one already gone is fine), the layers unmounted, and, only
-// when both worked, the system's handle closed and the bundle's state removed, so that a
+// compute system is terminated (one already gone is fine), the layers unmounted, the HNS
+// namespace made for the task's endpoints removed, and, only when all that worked, the system's handle closed and the bundle's state removed, so that a
 // failure leaves the state for a retry (the next Delete, or the delete action after a crash).
 // It is idempotent.
 func release(ctx context.Context, deps Deps, r resources) error {
@@ -123,6 +130,11 @@ func release(ctx context.Context, deps Deps, r resources) error {
 	}
 	if r.chain != nil {
 		if err := deps.Mounter.Unmount(ctx, r.chain.Scratch); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if r.namespace != "" {
+		if err := deleteNamespace(ctx, deps.HNS, r.namespace, r.endpoints); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -180,6 +192,7 @@ func Cleanup(ctx context.Context, deps Deps, id, bundle string) (initPid uint32,
 			r.systemID = st.SystemID
 		}
 		r.chain = st.Layers
+		r.namespace, r.endpoints = st.Namespace, st.Endpoints
 		initPid = st.InitPid
 	} else if spec, err := ReadSpec(bundle); err == nil && spec.Windows != nil {
 		// No state: a shim from before the state existed, or one that died before writing it.

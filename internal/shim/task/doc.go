@@ -21,12 +21,14 @@
 //     killed, the compute system terminated).
 //   - bundle.go: what a task records in its bundle for the delete action, and release, the one
 //     path that ends what a task holds (terminate the compute system, a gone one being fine;
-//     unmount the layers; remove the state), used by Delete, by a failed Create and by the
-//     delete action (Cleanup).
+//     unmount the layers; remove the HNS namespace the task made; remove the state), used by
+//     Delete, by a failed Create and by the delete action (Cleanup).
+//   - network.go: the HNS namespace a task makes for endpoints its spec lists without a
+//     namespace (as hcsshim does), recorded in the bundle state as soon as it exists.
 //   - signals.go: what a signal means for a Windows process.
-//   - types.go: the small interfaces it needs (Host, System, HCSProcess, Mounter, Events) and
+//   - types.go: the small interfaces it needs (Host, System, HCSProcess, Mounter, Events, HNS) and
 //     Deps, what a task is given instead of a pointer to the service.
 //
-// It imports internal/hcs (errors only), internal/layers, internal/oci and
+// It imports internal/hcs (errors only), internal/hns, internal/layers, internal/oci and
 // internal/shim/stdio; nothing above them.
 package task

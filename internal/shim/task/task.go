@@ -35,8 +35,11 @@ type Task struct {
 	id     string
 	bundle string
 	chain  *layers.Chain
-	sys    System
-	init   *Process
+	// netns and endpoints are the HNS namespace made for Config.Endpoints ("" if none).
+	netns     string
+	endpoints []string
+	sys       System
+	init      *Process
 
 	mu    sync.Mutex
 	execs map[string]*Process
@@ -51,6 +54,9 @@ type Config struct {
 	Document   *schema2.ComputeSystem
 	Process    *specs.Process
 	IO         stdio.Config
+	// Endpoints, when set, are put in an HNS namespace made for the task, which the document
+	// then names (the spec listed endpoints but no namespace; see network.go).
+	Endpoints []string
 }
 
 // Create mounts the layers and creates and starts the compute system of c (a Windows silo
@@ -72,10 +78,29 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 
 	// Record what is about to exist before it exists, so the delete action can clean up
 	// after a crash at any point from here on.
-	if err := writeState(c.Bundle, &bundleState{SystemID: c.ID, Layers: c.Chain}); err != nil {
+	state := &bundleState{SystemID: c.ID, Layers: c.Chain}
+	if err := writeState(c.Bundle, state); err != nil {
 		return nil, err
 	}
 	acquired.bundle = c.Bundle
+
+	if len(c.Endpoints) > 0 {
+		if deps.HNS == nil {
+			return nil, fmt.Errorf("task %s: windows.network.endpointList: no HNS to make a namespace with: %w", c.ID, errdefs.ErrNotImplemented)
+		}
+		hctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+		ns, err := createNamespace(hctx, deps.HNS, c.Endpoints, func(id string) error {
+			state.Namespace, state.Endpoints = id, c.Endpoints
+			return writeState(c.Bundle, state)
+		})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", c.ID, err)
+		}
+		acquired.namespace, acquired.endpoints = ns, c.Endpoints
+		c.Document.Container.Networking.Namespace = ns
+		c.Document.Container.Networking.NetworkAdapters = nil
+	}
 
 	volume, err := deps.Mounter.Mount(ctx, c.Chain)
 	if err != nil {
@@ -94,7 +119,7 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 	if err := sys.Start(cctx); err != nil {
 		return nil, fmt.Errorf("start compute system %q: %w", c.ID, err)
 	}
-	t := &Task{deps: deps, id: c.ID, bundle: c.Bundle, chain: c.Chain, sys: sys, execs: map[string]*Process{}}
+	t := &Task{deps: deps, id: c.ID, bundle: c.Bundle, chain: c.Chain, netns: acquired.namespace, endpoints: acquired.endpoints, sys: sys, execs: map[string]*Process{}}
 	t.init = newProcess(t, "", c.Process, c.IO)
 	logger.WithField("volume", volume).Info("compute system created")
 	return t, nil
@@ -305,7 +330,7 @@ func (t *Task) afterInitExit(ctx context.Context) {
 func (t *Task) cleanup(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
 	defer cancel()
-	return release(cctx, t.deps, resources{sys: t.sys, systemID: t.id, chain: t.chain, bundle: t.bundle})
+	return release(cctx, t.deps, resources{sys: t.sys, systemID: t.id, chain: t.chain, bundle: t.bundle, namespace: t.netns, endpoints: t.endpoints})
 }
 
 // Pids lists the processes of the task's compute system, with their details and exec ids. It

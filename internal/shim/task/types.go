@@ -8,6 +8,7 @@ import (
 	"github.com/containerd/containerd/v2/core/events"
 
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hns/hcn"
 	"github.com/openhcs/runhcs/internal/layers"
 )
 
@@ -53,6 +54,15 @@ type Mounter interface {
 	Unmount(ctx context.Context, scratch string) error
 }
 
+// HNS is what a task needs of the Host Network Service (an *hns.Client): a namespace of its
+// own for a spec's endpoint list (network.go).
+type HNS interface {
+	CreateNamespace(ctx context.Context, typ string) (*hcn.HostComputeNamespace, error)
+	AddNamespaceEndpoint(ctx context.Context, namespaceID, endpointID string) error
+	RemoveNamespaceEndpoint(ctx context.Context, namespaceID, endpointID string) error
+	DeleteNamespace(ctx context.Context, id string) error
+}
+
 // Events is where tasks publish their events (TaskStart, TaskExit, …), in order.
 type Events interface {
 	Send(topic string, e events.Event)
@@ -67,6 +77,9 @@ type Deps struct {
 	Host      Host
 	Mounter   Mounter
 	Events    Events
+	// HNS gives an HNS client when a task first needs one (DefaultHNS), so that shims
+	// without such tasks never connect to HNS. nil: no task may need one.
+	HNS func() (HNS, error)
 	// ExitGrace is how long a process's exit notification may trail its system's; 0 means
 	// DefaultExitGrace.
 	ExitGrace time.Duration

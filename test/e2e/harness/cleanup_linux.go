@@ -89,9 +89,10 @@ func (e *Env) close(showLogs bool) {
 		c.Close()
 	}
 	// With every container deleted the normal way, nothing should be mounted any more (the shim
-	// unmounts a container's volume when its task is deleted). Say so if something is: it is a
-	// bug of the layer above, even though the forced cleanup below removes it.
-	if left := mountsUnder(e.Root); len(left) > 0 {
+	// unmounts a container's volume when its task is deleted; hcsemu's own host network
+	// namespace stays until hcsemu stops). Say so if something is: it is a bug of the layer
+	// above, even though the forced cleanup below removes it.
+	if left := e.TaskMountsUnderRoot(); len(left) > 0 {
 		logf("mounted after all containers were deleted: %q", left)
 	}
 

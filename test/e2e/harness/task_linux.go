@@ -355,3 +355,19 @@ func (e *Env) SnapshotMounts(ctx context.Context, t testing.TB, c containerd.Con
 	}
 	return e.Client(t).SnapshotService(info.Snapshotter).Mounts(ctx, info.SnapshotKey)
 }
+
+// HostNetnsPath is the emulated Windows host's network namespace of this environment's hcsemu
+// (a bind mount that lives as long as the daemon; see internal/hcsemu/hnsnet_linux.go).
+func (e *Env) HostNetnsPath() string { return filepath.Join(e.Root, "hcsemu", "netns", "host") }
+
+// TaskMountsUnderRoot lists the mounts under the environment's root other than the running
+// hcsemu's own host namespace: what tasks, layers and HNS objects left mounted.
+func (e *Env) TaskMountsUnderRoot() []string {
+	var out []string
+	for _, m := range mountsUnder(e.Root) {
+		if m != e.HostNetnsPath() {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+)
+
+// listen serves the echo protocol on address until the process is killed.
+func listen(address string, stdout io.Writer) error {
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(stdout, "listening %s\n", ln.Addr()); err != nil {
+		return err
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if err != nil && line == "" {
+				return
+			}
+			fmt.Fprintf(c, "echo: %s\n", strings.TrimRight(line, "\r\n"))
+		}()
+	}
+}
+
+// connectRetry is how long connect keeps trying while the server is not there yet.
+const connectRetry = 10 * time.Second
+
+// connect sends msg to the echo server at address and prints its answer.
+func connect(address, msg string, stdout io.Writer) error {
+	deadline := time.Now().Add(connectRetry)
+	var c net.Conn
+	var err error
+	for {
+		c, err = net.DialTimeout("tcp", address, 2*time.Second)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(c, "%s\n", msg); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("read the answer: %w", err)
+	}
+	_, err = io.WriteString(stdout, line)
+	return err
+}

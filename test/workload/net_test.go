@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestListenConnect runs the echo server and client of the networking tests against each
+// other on loopback.
+func TestListenConnect(t *testing.T) {
+	pr, pw := io.Pipe()
+	go run([]string{"listen", "127.0.0.1:0"}, nil, pw, io.Discard)
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if !ok {
+		t.Fatalf("listen printed %q, want \"listening ADDRESS\"", line)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"connect", addr, "hello pod"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("connect exited %d: %s", code, errb.String())
+	}
+	if got := out.String(); got != "echo: hello pod\n" {
+		t.Errorf("connect printed %q, want %q", got, "echo: hello pod\n")
+	}
+}
+
+// TestConnectRefused checks that connect fails (exit 1, the error on stderr) when nothing
+// listens, after its retries.
+func TestConnectRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	start := time.Now()
+	var out, errb bytes.Buffer
+	if code := run([]string{"connect", addr, "x"}, nil, &out, &errb); code != 1 {
+		t.Fatalf("connect to a closed port exited %d (stdout %q), want 1", code, out.String())
+	}
+	if !strings.Contains(errb.String(), "refused") {
+		t.Errorf("stderr %q does not say the connection was refused", errb.String())
+	}
+	if time.Since(start) < connectRetry {
+		t.Errorf("connect gave up after %v, before its %v of retries", time.Since(start), connectRetry)
+	}
+}
+
+func TestNetUsage(t *testing.T) {
+	for _, args := range [][]string{{"listen"}, {"connect", "127.0.0.1:1"}, {"listen", "a", "b"}} {
+		var errb bytes.Buffer
+		if code := run(args, nil, io.Discard, &errb); code != 2 || !strings.Contains(errb.String(), "want ADDRESS") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and a usage message", args, code, errb.String())
+		}
+	}
+}
