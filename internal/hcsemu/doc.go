@@ -21,6 +21,11 @@
 //     /sys/fs/cgroup/<controller>/hcsemu/<daemon instance>/<system> for limits, pause
 //     (freezer), statistics and killing; processes are forked from one locked thread inside the
 //     groups, with Pdeathsig, so they die with the daemon.
+//   - storage.go, storage_linux.go, layerfiles_linux.go, storage_server_linux.go: the storage
+//     filter (vmcompute.dll's layer functions): activated and prepared layers as overlayfs
+//     volumes named \\?\Volume{GUID}\ under <root>/volumes, which Container.Storage.Path
+//     resolves to; scratch disks as emulated VHDX files; recorded on disk so that a restarted
+//     daemon detaches what a dead one left.
 //   - server_linux.go: connections, concurrent requests, per-connection event queues; Run.
 //   - tcp_linux.go, listen.go: the loopback TCP transport (--tcp-address): the same handler,
 //     with a process's stdio kept under a token for the client's AttachStdio connections

@@ -394,7 +394,10 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 			result, err = e.ServiceProperties(ctx, a.Query)
 		}
 	default:
-		err = errorf(computecore.HCS_E_UNKNOWN_MESSAGE, "unknown method %q", f.Method)
+		var ok bool
+		if reply, ok, err = c.handleStorage(ctx, f); !ok {
+			err = errorf(computecore.HCS_E_UNKNOWN_MESSAGE, "unknown method %q", f.Method)
+		}
 	}
 	out := &wire.Frame{ID: f.ID}
 	if err != nil {
