@@ -101,7 +101,11 @@ wine_env
 exec {lockfd}>"${WINE_LOCK}"
 flock "${lockfd}"
 build_dll bcryptprimitives.dll "${WINE_HACK}/bcryptprimitives.c" "${WINE_HACK}/winecompat.c"
-build_dll computecore.dll "${WINE_HACK}/computecore/computecore.c" "${WINE_HACK}/computecore/json.c" -- -lws2_32
+build_dll computecore.dll "${WINE_HACK}/computecore/computecore.c" "${WINE_HACK}/common/json.c" \
+	"${WINE_HACK}/common/emu.c" -- -lws2_32
+build_dll vmcompute.dll "${WINE_HACK}/vmcompute/layers.c" "${WINE_HACK}/common/json.c" "${WINE_HACK}/common/emu.c" \
+	-- -lws2_32
 make_prefix
 install_dll bcryptprimitives.dll
 install_dll computecore.dll
+install_dll vmcompute.dll

@@ -136,7 +136,13 @@ func layerFolder(field, p string) (string, error) {
 	if !fi.IsDir() {
 		return "", errorf(computecore.E_PATH_NOT_FOUND, "%s: %q is not a folder", field, p)
 	}
-	return p, nil
+	// One name per folder, whatever way the caller reached it: Wine maps C:\ to
+	// <prefix>/dosdevices/c:/, a link whose name overlayfs options cannot even hold.
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", errorf(computecore.E_PATH_NOT_FOUND, "%s: layer folder %q: %v", field, p, err)
+	}
+	return real, nil
 }
 
 func newGUID() string {
@@ -368,9 +374,9 @@ func (f *storageFilter) resolve(p string) (target string, ok bool, err error) {
 	return "", true, fmt.Errorf("no mounted layer has the volume %s", p)
 }
 
-// mount mounts l's volume as its state says, if it has one: a disk alone is bound; a prepared
-// layer is an overlayfs of its top (the disk's Files/ writable, else the folder's own Files/
-// read-only) and its parents; a folder layer that is not prepared has no volume.
+// mount mounts l's volume as its state says, if it has one: a disk alone is bound; a layer
+// prepared over parents is an overlayfs of its top (the disk's Files/ writable, else the
+// folder's own Files/ read-only) and its parents; a folder layer without parents has no volume.
 func (f *storageFilter) mount(l *activeLayer) error {
 	var (
 		lower []string
@@ -378,7 +384,11 @@ func (f *storageFilter) mount(l *activeLayer) error {
 	)
 	if l.Disk != "" {
 		upper = filepath.Join(l.Disk+vhdxFSSuffix, "Files")
-	} else if fi, err := os.Stat(filepath.Join(l.Path, "Files")); err == nil && fi.IsDir() && l.Prepared {
+	} else if len(l.Parents) == 0 {
+		// A folder layer on its own (a base layer) is not merged: its mount path is the
+		// folder, whose files callers find under Files (containerd's core/mount appends it).
+		return nil
+	} else if fi, err := os.Stat(filepath.Join(l.Path, "Files")); err == nil && fi.IsDir() {
 		lower = append(lower, filepath.Join(l.Path, "Files"))
 	}
 	if l.Prepared {

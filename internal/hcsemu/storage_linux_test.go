@@ -166,12 +166,34 @@ func TestStorageFilter(t *testing.T) {
 	layerCall(t, c, 0, wire.MethodUnprepareLayer, wire.LayerArgs{Path: scratch})
 	layerCall(t, c, 0, wire.MethodDeactivateLayer, wire.LayerArgs{Path: scratch})
 
-	// A folder layer's mount path is the folder.
+	// A folder layer's mount path is the folder, prepared without parents too.
 	layerCall(t, c, 0, wire.MethodActivateLayer, wire.LayerArgs{Path: base})
 	if mp := mountPath(t, c, wire.LayerArgs{Path: base}); mp.Volume || mp.Path != base {
 		t.Errorf("GetLayerMountPath of a folder layer = %+v, want %s", mp, base)
 	}
+	layerCall(t, c, 0, wire.MethodPrepareLayer, wire.LayerArgs{Path: base})
+	if mp := mountPath(t, c, wire.LayerArgs{Path: base}); mp.Volume || mp.Path != base {
+		t.Errorf("GetLayerMountPath of a prepared folder layer = %+v, want %s", mp, base)
+	}
+	layerCall(t, c, 0, wire.MethodUnprepareLayer, wire.LayerArgs{Path: base})
 	layerCall(t, c, 0, wire.MethodDeactivateLayer, wire.LayerArgs{Path: base})
+
+	// A view (a folder layer over parents) is a read-only volume of its parents.
+	view := filepath.Join(t.TempDir(), "view")
+	os.Mkdir(view, 0o755)
+	layerCall(t, c, 0, wire.MethodActivateLayer, wire.LayerArgs{Path: view})
+	layerCall(t, c, 0, wire.MethodPrepareLayer, wire.LayerArgs{Path: view, Parents: parents})
+	mp = mountPath(t, c, wire.LayerArgs{Path: view})
+	guid, _ = volumeGUID(mp.Path)
+	vt := filepath.Join(d.engine.storage.dir, guid)
+	if b, err := os.ReadFile(filepath.Join(vt, "data", "mid.txt")); err != nil || string(b) != "from mid" {
+		t.Errorf("reading the view: %q, %v", b, err)
+	}
+	if err := os.WriteFile(filepath.Join(vt, "x"), nil, 0o644); err == nil {
+		t.Errorf("a view is writable")
+	}
+	layerCall(t, c, 0, wire.MethodUnprepareLayer, wire.LayerArgs{Path: view})
+	layerCall(t, c, 0, wire.MethodDeactivateLayer, wire.LayerArgs{Path: view})
 
 	var ex wire.LayerExistsReply
 	if err := layerCall(t, c, 0, wire.MethodLayerExists, wire.LayerArgs{Path: scratch}).DecodeReply(&ex); err != nil || !ex.Exists {

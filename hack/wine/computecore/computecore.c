@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "../common/emu.h"
 
 #define EXPORT __declspec(dllexport)
 
@@ -185,55 +185,6 @@ static struct proc *procs;
 static struct work *work_head, *work_tail;
 static int dispatcher_started;
 
-/* ---- strings ---- */
-
-static char *utf8_of(PCWSTR w)
-{
-	int n;
-	char *s;
-
-	if (w == NULL)
-		return NULL;
-	n = WideCharToMultiByte(CP_UTF8, 0, w, -1, NULL, 0, NULL, NULL);
-	s = malloc(n > 0 ? (size_t)n : 1);
-	if (s == NULL)
-		return NULL;
-	if (n <= 0)
-		s[0] = 0;
-	else
-		WideCharToMultiByte(CP_UTF8, 0, w, -1, s, n, NULL, NULL);
-	return s;
-}
-
-/* wide_of converts UTF-8 to UTF-16, with LocalAlloc when the caller frees it with LocalFree. */
-static WCHAR *wide_of(const char *s, int local)
-{
-	int n;
-	WCHAR *w;
-
-	if (s == NULL)
-		return NULL;
-	n = MultiByteToWideChar(CP_UTF8, 0, s, -1, NULL, 0);
-	if (n <= 0)
-		return NULL;
-	w = local ? LocalAlloc(LMEM_FIXED, (SIZE_T)n * sizeof(WCHAR)) : malloc((size_t)n * sizeof(WCHAR));
-	if (w != NULL)
-		MultiByteToWideChar(CP_UTF8, 0, s, -1, w, n);
-	return w;
-}
-
-static char *dup_str(const char *s)
-{
-	char *d;
-
-	if (s == NULL)
-		return NULL;
-	d = malloc(strlen(s) + 1);
-	if (d != NULL)
-		strcpy(d, s);
-	return d;
-}
-
 /* ---- references (all under mu) ---- */
 
 static void sys_release(struct sys *s)
@@ -362,79 +313,14 @@ static void complete_op(struct op *o, HRESULT hr, char *result)
 
 /* ---- the connection ---- */
 
-static int send_all(SOCKET s, const char *p, int n)
-{
-	while (n > 0) {
-		int k = send(s, p, n, 0);
-
-		if (k <= 0)
-			return 0;
-		p += k;
-		n -= k;
-	}
-	return 1;
-}
-
-static int recv_all(SOCKET s, char *p, int n)
-{
-	while (n > 0) {
-		int k = recv(s, p, n, 0);
-
-		if (k <= 0)
-			return 0;
-		p += k;
-		n -= k;
-	}
-	return 1;
-}
-
 static int send_frame(SOCKET s, const char *json, size_t n)
 {
-	unsigned char hdr[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16), (unsigned char)(n >> 8),
-				(unsigned char)n};
 	int ok;
 
 	EnterCriticalSection(&send_mu);
-	ok = send_all(s, (const char *)hdr, 4) && send_all(s, json, (int)n);
+	ok = frame_write(s, json, n);
 	LeaveCriticalSection(&send_mu);
 	return ok;
-}
-
-/* dial connects to $HCSEMU_TCP_ADDRESS. */
-static SOCKET dial(void)
-{
-	char addr[256], *colon;
-	struct addrinfo hints, *res = NULL, *ai;
-	SOCKET s = INVALID_SOCKET;
-	DWORD n = GetEnvironmentVariableA("HCSEMU_TCP_ADDRESS", addr, sizeof(addr));
-
-	if (n == 0 || n >= sizeof(addr))
-		return INVALID_SOCKET;
-	colon = strrchr(addr, ':');
-	if (colon == NULL)
-		return INVALID_SOCKET;
-	*colon = 0;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	if (getaddrinfo(addr, colon + 1, &hints, &res) != 0)
-		return INVALID_SOCKET;
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		s = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-		if (s == INVALID_SOCKET)
-			continue;
-		if (connect(s, ai->ai_addr, (int)ai->ai_addrlen) == 0)
-			break;
-		closesocket(s);
-		s = INVALID_SOCKET;
-	}
-	freeaddrinfo(res);
-	if (s != INVALID_SOCKET) {
-		BOOL one = TRUE;
-
-		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, (const char *)&one, sizeof(one));
-	}
-	return s;
 }
 
 /* ---- stdio relays ---- */
@@ -482,7 +368,7 @@ static HANDLE attach_stdio(const char *token, int slot)
 	char num[32];
 	HANDLE rd, wr, mine, theirs, t;
 	struct relay *r;
-	SOCKET s = dial();
+	SOCKET s = emu_dial();
 
 	if (s == INVALID_SOCKET)
 		return NULL;
@@ -717,22 +603,12 @@ static DWORD WINAPI reader(void *arg)
 	SOCKET s = (SOCKET)(ULONG_PTR)arg;
 
 	for (;;) {
-		unsigned char hdr[4];
-		unsigned long n;
-		char *body;
+		size_t n;
+		char *body = frame_read(s, &n);
 		struct jv frame, v;
 
-		if (!recv_all(s, (char *)hdr, 4))
+		if (body == NULL)
 			break;
-		n = (unsigned long)hdr[0] << 24 | (unsigned long)hdr[1] << 16 | (unsigned long)hdr[2] << 8 | hdr[3];
-		if (n > (16u << 20)) /* wire.MaxFrameSize */
-			break;
-		body = malloc(n + 1);
-		if (body == NULL || !recv_all(s, body, (int)n)) {
-			free(body);
-			break;
-		}
-		body[n] = 0;
 		frame.p = body;
 		frame.end = body + n;
 		if (json_find(frame, "event", &v))
@@ -766,7 +642,7 @@ static SOCKET connected(void)
 
 	if (sock != INVALID_SOCKET || disconnected)
 		return disconnected ? INVALID_SOCKET : sock;
-	sock = dial();
+	sock = emu_dial();
 	if (sock == INVALID_SOCKET)
 		return INVALID_SOCKET;
 	t = CreateThread(NULL, 0, reader, (void *)(ULONG_PTR)sock, 0, NULL);
