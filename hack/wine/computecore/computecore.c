@@ -124,6 +124,7 @@ struct proc {
 	char *exit_doc;
 	HANDLE exited_ev;
 	int closed;
+	struct relay *stdin_relay; /* this handle's stdin stream, for CloseHandle(StdIn) */
 	struct proc *next;
 };
 
@@ -197,10 +198,13 @@ static void sys_release(struct sys *s)
 	free(s);
 }
 
+static void relay_release(struct relay *r);
+
 static void proc_release(struct proc *p)
 {
 	if (p == NULL || --p->refs > 0)
 		return;
+	relay_release(p->stdin_relay);
 	free(p->sys_id);
 	free(p->exit_doc);
 	CloseHandle(p->exited_ev);
@@ -326,10 +330,36 @@ static int send_frame(SOCKET s, const char *json, size_t n)
 /* ---- stdio relays ---- */
 
 struct relay {
+	LONG refs; /* the thread's, and the process handle's for a stdin relay */
 	SOCKET s;
 	HANDLE h;
 	int in; /* 1: pipe -> socket (stdin); 0: socket -> pipe (stdout, stderr) */
+	HANDLE thread;
+	HANDLE done;	/* set once a stdin relay has ended and the daemon took all of it */
+	volatile LONG stopping; /* CloseHandle(StdIn) asked the stdin relay to finish */
 };
+
+static void relay_release(struct relay *r)
+{
+	if (r == NULL || InterlockedDecrement(&r->refs) > 0)
+		return;
+	CloseHandle(r->thread);
+	CloseHandle(r->done);
+	free(r);
+}
+
+/* drain_stdin sends what is in the stdin pipe now, without waiting for more. */
+static void drain_stdin(struct relay *r, char *b, DWORD size)
+{
+	DWORD avail, n;
+
+	while (PeekNamedPipe(r->h, NULL, 0, NULL, &avail, NULL) && avail > 0) {
+		if (!ReadFile(r->h, b, avail < size ? avail : size, &n, NULL) || n == 0)
+			return;
+		if (!send_all(r->s, b, (int)n))
+			return;
+	}
+}
 
 static DWORD WINAPI relay_thread(void *arg)
 {
@@ -340,8 +370,17 @@ static DWORD WINAPI relay_thread(void *arg)
 		DWORD n;
 
 		if (r->in) {
-			if (!ReadFile(r->h, b, sizeof(b), &n, NULL) || n == 0)
+			/* After CloseHandle(StdIn) (relay_finish), what the caller wrote before it is
+			 * sent, and nothing after. */
+			if (r->stopping) {
+				drain_stdin(r, b, sizeof(b));
 				break;
+			}
+			if (!ReadFile(r->h, b, sizeof(b), &n, NULL) || n == 0) {
+				if (r->stopping && GetLastError() == ERROR_OPERATION_ABORTED)
+					continue;
+				break;
+			}
 			if (!send_all(r->s, b, (int)n))
 				break;
 		} else {
@@ -353,16 +392,67 @@ static DWORD WINAPI relay_thread(void *arg)
 				break;
 		}
 	}
-	if (r->in)
+	if (r->in) {
 		shutdown(r->s, SD_SEND); /* end of input for the process */
+		if (r->stopping) {
+			/* The daemon closes the stream once all of it is in the process's pipe. */
+			DWORD ms = 10000;
+
+			setsockopt(r->s, SOL_SOCKET, SO_RCVTIMEO, (const char *)&ms, sizeof(ms));
+			while (recv(r->s, b, sizeof(b), 0) > 0)
+				;
+		}
+		SetEvent(r->done);
+	}
 	closesocket(r->s);
 	CloseHandle(r->h);
-	free(r);
+	relay_release(r);
 	return 0;
 }
 
-/* attach_stdio connects one std stream and returns the caller's end of its pipe, or NULL. */
-static HANDLE attach_stdio(const char *token, int slot)
+/*
+ * relay_finish ends a stdin relay for CloseHandle(StdIn): the bytes the caller wrote before are
+ * relayed, the stream is half-closed, and the call returns once the daemon has all of them, so
+ * that the daemon's CloseHandle that follows cannot overtake them (on Windows the caller writes
+ * straight into the process's pipe, so nothing can be in flight). A blocked read is woken with
+ * CancelSynchronousIo, retried because the thread may be just about to block.
+ */
+static void relay_finish(struct relay *r)
+{
+	int i;
+
+	InterlockedExchange(&r->stopping, 1);
+	for (i = 0; i < 1000; i++) {
+		CancelSynchronousIo(r->thread);
+		if (WaitForSingleObject(r->done, 10) == WAIT_OBJECT_0)
+			break;
+	}
+}
+
+/* is_close_stdin says a ModifyProcess settings document is CloseHandle of StdIn
+ * (schema2.ProcessModifyRequest). */
+static int is_close_stdin(PCWSTR settings)
+{
+	char *s = utf8_of(settings), *op = NULL, *h = NULL;
+	struct jv doc, v, c;
+	int yes = 0;
+
+	if (s == NULL)
+		return 0;
+	doc.p = s;
+	doc.end = s + strlen(s);
+	if (json_find(doc, "Operation", &v) && (op = json_string(v)) != NULL && strcmp(op, "CloseHandle") == 0 &&
+	    json_find(doc, "CloseHandle", &c) && json_find(c, "Handle", &v) && (h = json_string(v)) != NULL)
+		yes = strcmp(h, "StdIn") == 0;
+	free(op);
+	free(h);
+	free(s);
+	return yes;
+}
+
+/* attach_stdio connects one std stream and returns the caller's end of its pipe, or NULL; for
+ * stdin, *stdin_relay holds a reference on its relay. */
+static HANDLE attach_stdio(const char *token, int slot, struct relay **stdin_relay)
 {
 	struct buf f = {0};
 	char num[32];
@@ -397,15 +487,23 @@ static HANDLE attach_stdio(const char *token, int slot)
 	r->s = s;
 	r->h = mine;
 	r->in = slot == 0;
-	t = CreateThread(NULL, 0, relay_thread, r, 0, NULL);
+	r->stopping = 0;
+	r->refs = r->in ? 2 : 1;
+	r->done = CreateEventW(NULL, TRUE, FALSE, NULL);
+	t = r->done == NULL ? NULL : CreateThread(NULL, 0, relay_thread, r, CREATE_SUSPENDED, NULL);
 	if (t == NULL) {
+		if (r->done != NULL)
+			CloseHandle(r->done);
 		free(r);
 		CloseHandle(rd);
 		CloseHandle(wr);
 		closesocket(s);
 		return NULL;
 	}
-	CloseHandle(t);
+	r->thread = t;
+	if (r->in)
+		*stdin_relay = r;
+	ResumeThread(t);
 	return theirs;
 }
 
@@ -483,6 +581,7 @@ static void on_response(struct jv frame, unsigned long long id)
 {
 	struct jv v, reply, stdio, b;
 	struct request *r;
+	struct relay *in = NULL;
 	char *token = NULL;
 	int slots[3] = {0, 0, 0}, i;
 
@@ -509,11 +608,17 @@ static void on_response(struct jv frame, unsigned long long id)
 
 		for (i = 0; i < 3; i++)
 			if (slots[i])
-				*h[i] = attach_stdio(token, i);
+				*h[i] = attach_stdio(token, i, &in);
 		free(token);
 	}
 
 	EnterCriticalSection(&mu);
+	if (in != NULL) {
+		if (r->proc != NULL && r->proc->stdin_relay == NULL)
+			r->proc->stdin_relay = in;
+		else
+			relay_release(in);
+	}
 	if (r->op != NULL) {
 		r->op->info = r->info;
 		complete_op(r->op, r->hr, r->result);
@@ -1425,6 +1530,20 @@ EXPORT HRESULT WINAPI HcsGetProcessProperties(HCS_PROCESS p, HCS_OPERATION op, P
 
 EXPORT HRESULT WINAPI HcsModifyProcess(HCS_PROCESS p, HCS_OPERATION op, PCWSTR settings)
 {
+	struct proc *pr = p;
+	struct relay *in = NULL;
+
+	if (pr != NULL && op != NULL && is_close_stdin(settings)) {
+		setup();
+		EnterCriticalSection(&mu);
+		in = pr->stdin_relay;
+		pr->stdin_relay = NULL;
+		LeaveCriticalSection(&mu);
+		if (in != NULL) {
+			relay_finish(in);
+			relay_release(in);
+		}
+	}
 	return process_call("ModifyProcess", p, op, settings, OP_MODIFY_PROCESS);
 }
 
