@@ -44,6 +44,7 @@ proto-check:
 	bash hack/proto.sh --check
 
 ## cross: Windows builds of every command and of the test workload, amd64 and arm64, into bin/windows_<arch>/
+## (not hcsemu: it is Linux only, its package has a linux build tag)
 cross:
 	GOOS=windows GOARCH=amd64 $(GO) build -o $(BIN)/windows_amd64/ ./cmd/... ./test/workload
 	GOOS=windows GOARCH=arm64 $(GO) build -o $(BIN)/windows_arm64/ ./cmd/... ./test/workload

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command hcsemu is the HCS emulator daemon: it serves internal/hcsemu on a unix socket so that
 // runhcs's shim and tools run on Linux as they do against the Host Compute Service on Windows.
 // With --tcp-address it also serves the same engine on a loopback TCP address, for the stand-in
@@ -19,13 +21,13 @@ import (
 
 	"github.com/containerd/log"
 
-	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcsemu"
+	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
 func main() {
 	var (
-		address   = flag.String("address", computecore.DefaultAddress, "unix socket to serve on")
+		address   = flag.String("address", wire.DefaultAddress, "unix socket to serve on")
 		root      = flag.String("root", "/var/lib/hcsemu", "folder for the emulator's state")
 		osVersion = flag.String("os-version", hcsemu.DefaultOSVersion, "the emulated host's Windows build (major.minor.build.revision)")
 		logLevel  = flag.String("log-level", "info", "log level: trace, debug, info, warn, error")

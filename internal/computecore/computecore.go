@@ -2,9 +2,11 @@
 // runhcs uses, as one Go interface, API, whose methods map one to one to computecore.dll
 // functions (https://learn.microsoft.com/virtualization/api/hcs/reference/apioverview).
 //
-// On Windows, New returns bindings to computecore.dll generated with mkwinsyscall. Elsewhere it
-// returns a client of the hcsemu daemon (internal/hcsemu), found at $HCSEMU_ADDRESS or at
-// DefaultAddress. Nothing above this package knows which one it talks to.
+// On Windows, New returns bindings to computecore.dll generated with mkwinsyscall. The other
+// implementation, a client of the hcsemu daemon for Linux builds, lives in the emulator's tree
+// (internal/hcsemu/client); internal/hcs chooses between them, so nothing above it knows which
+// one it talks to. This package imports nothing of runhcs's: it is the bare API surface, and
+// the emulator's wire protocol imports it for HRESULT and EventType.
 //
 // The API keeps HCS's shape on purpose: handles are opaque, documents are JSON strings, results
 // are HRESULTs (returned as HRESULT errors), and operations are created, passed to a call and

@@ -1,4 +1,4 @@
-package computecore
+package computecore_test
 
 import (
 	"bufio"
@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
-
 	"github.com/openhcs/runhcs/internal/wintest"
 )
 
@@ -46,12 +46,12 @@ var (
 	daemonOnce sync.Once
 	daemon     *fakeDaemon
 	daemonErr  error
-	standIn    API
+	standIn    computecore.API
 )
 
 // standInAPI starts the fake daemon once per test binary (the stand-in dials
 // $HCSEMU_TCP_ADDRESS once per process) and returns the bindings.
-func standInAPI(t *testing.T) (API, *fakeDaemon) {
+func standInAPI(t *testing.T) (computecore.API, *fakeDaemon) {
 	t.Helper()
 	if !wintest.UnderWine() {
 		t.Skip("the stand-in computecore.dll exists only in hack/wine's Wine prefix")
@@ -68,7 +68,7 @@ func standInAPI(t *testing.T) (API, *fakeDaemon) {
 			daemonErr = err
 			return
 		}
-		standIn, daemonErr = New()
+		standIn, daemonErr = computecore.New()
 	})
 	if daemonErr != nil {
 		t.Fatalf("stand-in computecore.dll: %v", daemonErr)
@@ -189,12 +189,12 @@ func (d *fakeDaemon) answer(f *wire.Frame) {
 	d.received[f.Method] = append(d.received[f.Method], string(f.Args))
 	d.mu.Unlock()
 	resp := map[string]any{"id": f.ID}
-	fail := func(hr HRESULT, doc string) {
+	fail := func(hr computecore.HRESULT, doc string) {
 		resp["hresult"] = uint32(hr)
 		resp["result"] = doc
 	}
 	if err := f.DecodeArgs(argsOf(f.Method)); err != nil {
-		fail(HCS_E_PROTOCOL_ERROR, err.Error())
+		fail(computecore.HCS_E_PROTOCOL_ERROR, err.Error())
 		d.send(resp)
 		return
 	}
@@ -203,7 +203,7 @@ func (d *fakeDaemon) answer(f *wire.Frame) {
 		var a wire.CreateSystemArgs
 		_ = json.Unmarshal(f.Args, &a)
 		if a.ID == "exists" {
-			fail(HCS_E_SYSTEM_ALREADY_EXISTS, `{"Error":-2143878897,"ErrorMessage":"A compute system with the id exists already `+unicode+`"}`)
+			fail(computecore.HCS_E_SYSTEM_ALREADY_EXISTS, `{"Error":-2143878897,"ErrorMessage":"A compute system with the id exists already `+unicode+`"}`)
 			break
 		}
 		resp["reply"] = wire.SystemReply{Instance: 7}
@@ -211,7 +211,7 @@ func (d *fakeDaemon) answer(f *wire.Frame) {
 		var a wire.OpenSystemArgs
 		_ = json.Unmarshal(f.Args, &a)
 		if a.ID != "c1" {
-			fail(HCS_E_SYSTEM_NOT_FOUND, "")
+			fail(computecore.HCS_E_SYSTEM_NOT_FOUND, "")
 			break
 		}
 		resp["reply"] = wire.SystemReply{Instance: 7}
@@ -222,7 +222,7 @@ func (d *fakeDaemon) answer(f *wire.Frame) {
 		var a wire.SystemArgs
 		_ = json.Unmarshal(f.Args, &a)
 		d.send(resp)
-		d.send(map[string]any{"event": wire.Event{Type: uint32(EventSystemExited), System: a.System,
+		d.send(map[string]any{"event": wire.Event{Type: computecore.EventSystemExited, System: a.System,
 			Data: `{"Status":0,"ExitType":"Forced"}`}})
 		return
 	case wire.MethodGetServiceProperties:
@@ -231,7 +231,7 @@ func (d *fakeDaemon) answer(f *wire.Frame) {
 		var a wire.ProcessRef
 		_ = json.Unmarshal(f.Args, &a)
 		if a.PID != 42 {
-			fail(HCS_E_PROCESS_INFO_NOT_AVAILABLE, "")
+			fail(computecore.HCS_E_PROCESS_INFO_NOT_AVAILABLE, "")
 			break
 		}
 		resp["reply"] = wire.ProcessReply{PID: 42}
@@ -242,7 +242,7 @@ func (d *fakeDaemon) answer(f *wire.Frame) {
 		resp["reply"] = map[string]any{"pid": 42, "stdio": []bool{true, true, true}, "stdioToken": token}
 		go d.runUpper(token, a.System)
 	default:
-		fail(E_NOTIMPL, "")
+		fail(computecore.E_NOTIMPL, "")
 	}
 	d.send(resp)
 }
@@ -264,7 +264,7 @@ func (d *fakeDaemon) runUpper(token string, sys wire.SystemRef) {
 	for _, c := range conns {
 		_ = c.Close()
 	}
-	d.send(map[string]any{"event": wire.Event{Type: uint32(EventProcessExited), System: sys, PID: 42,
+	d.send(map[string]any{"event": wire.Event{Type: computecore.EventProcessExited, System: sys, PID: 42,
 		Data: `{"Status":0,"ExitCode":3}`}})
 }
 
@@ -279,11 +279,11 @@ func (d *fakeDaemon) lastArgs(method string) string {
 }
 
 // events collects what a callback receives.
-type events chan Event
+type events chan computecore.Event
 
-func (e events) callback(ev Event, _ uintptr) { e <- ev }
+func (e events) callback(ev computecore.Event, _ uintptr) { e <- ev }
 
-func (e events) next(t *testing.T, want EventType) Event {
+func (e events) next(t *testing.T, want computecore.EventType) computecore.Event {
 	t.Helper()
 	select {
 	case ev := <-e:
@@ -294,11 +294,11 @@ func (e events) next(t *testing.T, want EventType) Event {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("no %v event within 10s", want)
 	}
-	return Event{}
+	return computecore.Event{}
 }
 
 // createSystem creates "c1" through the stand-in and waits for it, with a completion callback.
-func createSystem(t *testing.T, api API, id, doc string) (System, error) {
+func createSystem(t *testing.T, api computecore.API, id, doc string) (computecore.System, error) {
 	t.Helper()
 	done := make(events, 1)
 	op, err := api.CreateOperation(0xc0ffee, done.callback)
@@ -314,11 +314,11 @@ func createSystem(t *testing.T, api API, id, doc string) (System, error) {
 		t.Errorf("GetComputeSystemFromOperation = %#x, want the handle %#x", got, cs)
 	}
 	result, err := api.WaitForOperationResult(op, 10_000)
-	ev := done.next(t, EventOperationCallback)
+	ev := done.next(t, computecore.EventOperationCallback)
 	if ev.Operation != op {
 		t.Errorf("completion callback for operation %#x, want %#x", ev.Operation, op)
 	}
-	if got := api.GetOperationType(op); got != OperationTypeCreate {
+	if got := api.GetOperationType(op); got != computecore.OperationTypeCreate {
 		t.Errorf("operation type %v, want Create", got)
 	}
 	if err != nil {
@@ -370,19 +370,19 @@ func TestStandInErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		call func() (string, error)
-		want HRESULT
+		want computecore.HRESULT
 		doc  string
 	}{
 		{"create refused", func() (string, error) {
 			_, err := createSystem(t, api, "exists", "{}")
 			return "", err
-		}, HCS_E_SYSTEM_ALREADY_EXISTS, "exists already " + unicode},
+		}, computecore.HCS_E_SYSTEM_ALREADY_EXISTS, "exists already " + unicode},
 		{"open unknown", func() (string, error) {
-			_, err := api.OpenComputeSystem("nope", GenericAll)
+			_, err := api.OpenComputeSystem("nope", computecore.GenericAll)
 			return "", err
-		}, HCS_E_SYSTEM_NOT_FOUND, ""},
+		}, computecore.HCS_E_SYSTEM_NOT_FOUND, ""},
 		{"method the daemon lacks", func() (string, error) {
-			cs, err := api.OpenComputeSystem("c1", GenericAll)
+			cs, err := api.OpenComputeSystem("c1", computecore.GenericAll)
 			if err != nil {
 				return "", err
 			}
@@ -393,7 +393,7 @@ func TestStandInErrors(t *testing.T) {
 				return "", err
 			}
 			return api.WaitForOperationResult(op, 10_000)
-		}, E_NOTIMPL, ""},
+		}, computecore.E_NOTIMPL, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -412,7 +412,7 @@ func TestStandInOperationStates(t *testing.T) {
 	api, _ := standInAPI(t)
 	op, _ := api.CreateOperation(0, nil)
 	defer api.CloseOperation(op)
-	if _, err := api.GetOperationResult(op); !errors.Is(err, HCS_E_OPERATION_NOT_STARTED) {
+	if _, err := api.GetOperationResult(op); !errors.Is(err, computecore.HCS_E_OPERATION_NOT_STARTED) {
 		t.Errorf("result of an unused operation: %v, want HCS_E_OPERATION_NOT_STARTED", err)
 	}
 	if err := api.SetOperationContext(op, 5); err != nil || api.GetOperationContext(op) != 5 {
@@ -422,13 +422,13 @@ func TestStandInOperationStates(t *testing.T) {
 
 func TestStandInSystemExitEvent(t *testing.T) {
 	api, _ := standInAPI(t)
-	cs, err := api.OpenComputeSystem("c1", GenericAll)
+	cs, err := api.OpenComputeSystem("c1", computecore.GenericAll)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer api.CloseComputeSystem(cs)
 	evs := make(events, 4)
-	if err := api.SetComputeSystemCallback(cs, EventOptionNone, 1, evs.callback); err != nil {
+	if err := api.SetComputeSystemCallback(cs, computecore.EventOptionNone, 1, evs.callback); err != nil {
 		t.Fatal(err)
 	}
 	op, _ := api.CreateOperation(0, nil)
@@ -439,7 +439,7 @@ func TestStandInSystemExitEvent(t *testing.T) {
 	if _, err := api.WaitForOperationResult(op, 10_000); err != nil {
 		t.Fatal(err)
 	}
-	ev := evs.next(t, EventSystemExited)
+	ev := evs.next(t, computecore.EventSystemExited)
 	if ev.EventData != `{"Status":0,"ExitType":"Forced"}` {
 		t.Errorf("exit event data %q", ev.EventData)
 	}
@@ -451,7 +451,7 @@ func TestStandInSystemExitEvent(t *testing.T) {
 
 func TestStandInProcessStdio(t *testing.T) {
 	api, _ := standInAPI(t)
-	cs, err := api.OpenComputeSystem("c1", GenericAll)
+	cs, err := api.OpenComputeSystem("c1", computecore.GenericAll)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +471,7 @@ func TestStandInProcessStdio(t *testing.T) {
 		t.Fatalf("process information %+v: want pid 42 and three handles", info)
 	}
 	evs := make(events, 4)
-	if err := api.SetProcessCallback(p, EventOptionNone, 0, evs.callback); err != nil {
+	if err := api.SetProcessCallback(p, computecore.EventOptionNone, 0, evs.callback); err != nil {
 		t.Fatal(err)
 	}
 	stdin := os.NewFile(info.StdInput, "stdin")
@@ -504,7 +504,7 @@ func TestStandInProcessStdio(t *testing.T) {
 			t.Fatalf("%s: no end of file within 10s", s.name)
 		}
 	}
-	ev := evs.next(t, EventProcessExited)
+	ev := evs.next(t, computecore.EventProcessExited)
 	if ev.EventData != `{"Status":0,"ExitCode":3}` {
 		t.Errorf("process exit data %q", ev.EventData)
 	}
@@ -516,37 +516,39 @@ func TestStandInProcessStdio(t *testing.T) {
 // TestStandInArgs: every method's args are what hcsemu decodes (strictly) for it.
 func TestStandInArgs(t *testing.T) {
 	api, d := standInAPI(t)
-	cs, err := api.OpenComputeSystem("c1", GenericAll)
+	cs, err := api.OpenComputeSystem("c1", computecore.GenericAll)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer api.CloseComputeSystem(cs)
-	p, err := api.OpenProcess(cs, 42, GenericAll)
+	p, err := api.OpenProcess(cs, 42, computecore.GenericAll)
 	if err != nil {
 		t.Fatalf("OpenProcess: %v", err)
 	}
 	defer api.CloseProcess(p)
-	withOp := func(name string, f func(op Operation) error) {
+	withOp := func(name string, f func(op computecore.Operation) error) {
 		op, _ := api.CreateOperation(0, nil)
 		defer api.CloseOperation(op)
 		if err := f(op); err != nil {
 			t.Errorf("%s: %v", name, err)
 			return
 		}
-		if _, err := api.WaitForOperationResult(op, 10_000); errors.Is(err, HCS_E_PROTOCOL_ERROR) {
+		if _, err := api.WaitForOperationResult(op, 10_000); errors.Is(err, computecore.HCS_E_PROTOCOL_ERROR) {
 			t.Errorf("%s: the daemon could not read the args: %v", name, err)
 		}
 	}
-	withOp("Enumerate", func(op Operation) error { return api.EnumerateComputeSystems(`{"Ids":["c1"]}`, op) })
-	withOp("Enumerate without query", func(op Operation) error { return api.EnumerateComputeSystems("", op) })
-	withOp("Start", func(op Operation) error { return api.StartComputeSystem(cs, op, "") })
-	withOp("Shutdown", func(op Operation) error { return api.ShutDownComputeSystem(cs, op, "{}") })
-	withOp("Resume", func(op Operation) error { return api.ResumeComputeSystem(cs, op, "") })
-	withOp("Modify", func(op Operation) error { return api.ModifyComputeSystem(cs, op, `{"ResourcePath":"x"}`, 0) })
-	withOp("TerminateProcess", func(op Operation) error { return api.TerminateProcess(p, op, "") })
-	withOp("SignalProcess", func(op Operation) error { return api.SignalProcess(p, op, `{"Signal":"CtrlC"}`) })
-	withOp("GetProcessProperties", func(op Operation) error { return api.GetProcessProperties(p, op, "") })
-	withOp("ModifyProcess", func(op Operation) error {
+	withOp("Enumerate", func(op computecore.Operation) error { return api.EnumerateComputeSystems(`{"Ids":["c1"]}`, op) })
+	withOp("Enumerate without query", func(op computecore.Operation) error { return api.EnumerateComputeSystems("", op) })
+	withOp("Start", func(op computecore.Operation) error { return api.StartComputeSystem(cs, op, "") })
+	withOp("Shutdown", func(op computecore.Operation) error { return api.ShutDownComputeSystem(cs, op, "{}") })
+	withOp("Resume", func(op computecore.Operation) error { return api.ResumeComputeSystem(cs, op, "") })
+	withOp("Modify", func(op computecore.Operation) error {
+		return api.ModifyComputeSystem(cs, op, `{"ResourcePath":"x"}`, 0)
+	})
+	withOp("TerminateProcess", func(op computecore.Operation) error { return api.TerminateProcess(p, op, "") })
+	withOp("SignalProcess", func(op computecore.Operation) error { return api.SignalProcess(p, op, `{"Signal":"CtrlC"}`) })
+	withOp("GetProcessProperties", func(op computecore.Operation) error { return api.GetProcessProperties(p, op, "") })
+	withOp("ModifyProcess", func(op computecore.Operation) error {
 		return api.ModifyProcess(p, op, `{"Operation":"CloseHandle","CloseHandle":{"Handle":"StdIn"}}`)
 	})
 	var pa wire.ProcessArgs

@@ -12,63 +12,71 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 )
 
-// The computecore.API the package uses: made once, on first use, by computecore.New, or set by
-// SetAPI. A failed New is not remembered, so a call made after the emulator daemon was started
-// succeeds.
-var (
-	apiMu  sync.Mutex
-	apiCur computecore.API
-	apiNew bool // apiCur came from computecore.New, so it may be replaced when it disconnects
-)
+// Client is a user of the Host Compute Service through one source of computecore.API. It is
+// safe for concurrent use; Systems and Processes keep the Client (and the API) they were
+// opened with. There is no package-level API: the shim makes one Client at start-up, and tests
+// and the e2e harness make their own.
+type Client struct {
+	// newAPI makes the API on first use, and again after a disconnection; nil for a Client
+	// of a fixed API (NewClient).
+	newAPI func() (computecore.API, error)
 
-// SetAPI makes the package use api (a fake in unit tests). SetAPI(nil) goes back to
-// computecore.New on next use. Systems and processes already open keep the API they were
-// opened with.
-func SetAPI(api computecore.API) {
-	apiMu.Lock()
-	defer apiMu.Unlock()
-	apiCur, apiNew = api, false
+	mu  sync.Mutex
+	cur computecore.API
 }
 
-// dropAPI forgets api if it is the current one made by computecore.New, after it reported the
-// service disconnected (the emulator client stays disconnected), so that the next call
-// reconnects, for instance to a restarted daemon. Open handles keep their API.
-func dropAPI(api computecore.API) {
-	apiMu.Lock()
-	defer apiMu.Unlock()
-	if apiNew && apiCur == api {
-		apiCur, apiNew = nil, false
+// NewClient returns a Client that makes every call through api (a fake in unit tests, a
+// connection of its own in the e2e harness). It never replaces api.
+func NewClient(api computecore.API) *Client { return &Client{cur: api} }
+
+// NewHostClient returns a Client of this host's HCS: computecore.dll on Windows, the hcsemu
+// daemon elsewhere (newAPI). The API is made on first use, and a failed attempt is not
+// remembered, so a call made after the emulator daemon was started succeeds; an API that
+// reported the service disconnected is dropped, so that the next call reconnects, for instance
+// to a restarted daemon.
+func NewHostClient() *Client { return &Client{newAPI: newAPI} }
+
+// drop forgets api if it is the current one and this Client made it, after it reported the
+// service disconnected (the emulator client stays disconnected). Open handles keep their API.
+func (c *Client) drop(api computecore.API) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.newAPI != nil && c.cur == api {
+		c.cur = nil
 	}
 }
 
-// dropIfDisconnected is dropAPI for the calls that do not go through call (OpenComputeSystem,
+// dropIfDisconnected is drop for the calls that do not go through call (OpenComputeSystem,
 // OpenProcess, GetServiceProperties): a client that connected while the daemon was dying (the
 // listener still accepted, then reset) would otherwise stay the current API for good, and
 // every later open would fail with HCS_E_SERVICE_DISCONNECT (seen in test/e2e TestFaults,
 // "hcsemu restarted").
-func dropIfDisconnected(api computecore.API, err error) {
+func (c *Client) dropIfDisconnected(api computecore.API, err error) {
 	if errors.Is(err, computecore.HCS_E_SERVICE_DISCONNECT) {
-		dropAPI(api)
+		c.drop(api)
 	}
 }
 
-func getAPI() (computecore.API, error) {
-	apiMu.Lock()
-	defer apiMu.Unlock()
-	if apiCur != nil {
-		return apiCur, nil
+func (c *Client) api() (computecore.API, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur != nil {
+		return c.cur, nil
 	}
-	api, err := computecore.New()
+	if c.newAPI == nil {
+		return nil, errors.New("no computecore API") // NewClient(nil)
+	}
+	api, err := c.newAPI()
 	if err != nil {
 		return nil, err
 	}
-	apiCur, apiNew = api, true
+	c.cur = api
 	return api, nil
 }
 
 // apiFor returns the API, or an *Error for op/id when it cannot be had.
-func apiFor(op, id string) (computecore.API, error) {
-	api, err := getAPI()
+func (c *Client) apiFor(op, id string) (computecore.API, error) {
+	api, err := c.api()
 	if err != nil {
 		return nil, &Error{Op: op, ID: id, Err: fmt.Errorf("%w: %w", ErrServiceDisconnected, err)}
 	}
@@ -77,10 +85,11 @@ func apiFor(op, id string) (computecore.API, error) {
 
 // call describes one operation-based computecore call.
 type call struct {
-	api computecore.API
-	op  string // Error.Op
-	id  string
-	pid uint32
+	client *Client // told when api reports the service disconnected
+	api    computecore.API
+	op     string // Error.Op
+	id     string
+	pid    uint32
 	// withInfo waits with WaitForOperationResultAndProcessInfo (CreateProcess).
 	withInfo bool
 	// start makes the computecore call with the operation.
@@ -150,7 +159,7 @@ func (c *call) run(ctx context.Context) (string, computecore.ProcessInformation,
 
 func (c *call) fail(err error, detail string) error {
 	if errors.Is(err, computecore.HCS_E_SERVICE_DISCONNECT) {
-		dropAPI(c.api)
+		c.client.drop(c.api)
 	}
 	return &Error{Op: c.op, ID: c.id, Pid: c.pid, Err: err, Detail: detail}
 }

@@ -28,7 +28,7 @@ func helperMain() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	id, image := os.Getenv(helperIDEnv), os.Getenv(helperImageEnv)
-	s, err := CreateComputeSystem(ctx, id, containerDoc(image))
+	s, err := NewHostClient().CreateComputeSystem(ctx, id, containerDoc(image))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -72,7 +72,7 @@ func TestContractClientDeath(t *testing.T) {
 		// Whatever happened, leave no system behind.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if s, err := OpenComputeSystem(ctx, id); err == nil {
+		if s, err := env.hcs.OpenComputeSystem(ctx, id); err == nil {
 			s.Terminate(ctx)
 			s.Close()
 		}
@@ -101,7 +101,7 @@ func TestContractClientDeath(t *testing.T) {
 	}
 	_ = cmd.Wait()
 
-	s, err := OpenComputeSystem(ctx, id)
+	s, err := env.hcs.OpenComputeSystem(ctx, id)
 	if err != nil {
 		t.Fatalf("second client: OpenComputeSystem %s: %v", id, err)
 	}
@@ -113,9 +113,9 @@ func TestContractClientDeath(t *testing.T) {
 	if props.State != schema2.StateRunning || !hasPid(props.ProcessList, waiterPid) {
 		t.Fatalf("after the creator died: State %q, ProcessList %+v; want Running with pid %d", props.State, props.ProcessList, waiterPid)
 	}
-	list, err := EnumerateComputeSystems(ctx, &schema2.SystemQuery{Owners: []string{"hcs-contract"}})
+	list, err := env.hcs.EnumerateComputeSystems(ctx, &schema2.SystemQuery{Owners: []string{"hcs-contract"}})
 	if err != nil || !containsID(list, id) {
-		t.Errorf("EnumerateComputeSystems(Owners: hcs-contract) lacks %s: %v", id, err)
+		t.Errorf("env.hcs.EnumerateComputeSystems(Owners: hcs-contract) lacks %s: %v", id, err)
 	}
 
 	sleeper, err := s.OpenProcess(ctx, sleeperPid)
@@ -155,7 +155,7 @@ func TestContractClientDeath(t *testing.T) {
 	waiter.Close()
 	s.Close()
 	// Closing is synchronous, as HcsCloseComputeSystem is: the system is gone at once.
-	if again, err := OpenComputeSystem(ctx, id); !errorsIsAny(err, ErrNotFound) {
+	if again, err := env.hcs.OpenComputeSystem(ctx, id); !errorsIsAny(err, ErrNotFound) {
 		if err == nil {
 			again.Close()
 		}

@@ -25,9 +25,10 @@ var (
 )
 
 type contractEnv struct {
-	dir     string // temporary root of everything below
-	addr    string // daemon socket
-	image   string // Container.Storage.Path
+	hcs     *Client // this test's, made by requireContract
+	dir     string  // temporary root of everything below
+	addr    string  // daemon socket
+	image   string  // Container.Storage.Path
 	daemon  *exec.Cmd
 	exited  chan error // the daemon's Wait
 	logPath string
@@ -46,9 +47,9 @@ func requireContract(t *testing.T) *contractEnv {
 	}
 	// Every test starts from a fresh client of the daemon.
 	t.Setenv("HCSEMU_ADDRESS", envVal.addr)
-	SetAPI(nil)
-	t.Cleanup(func() { SetAPI(nil) })
-	return envVal
+	env := *envVal
+	env.hcs = NewHostClient()
+	return &env
 }
 
 // hostDir makes a host folder for a mapped directory: the test and hcsemu name it alike.

@@ -5,6 +5,7 @@ package hcs
 import "testing"
 
 type contractEnv struct {
+	hcs   *Client
 	addr  string
 	image string
 }

@@ -14,6 +14,7 @@ import (
 // resolves. On a real Windows host the suite would need a mounted container volume and a
 // Windows build of the workload instead; it does not provision those yet.
 type contractEnv struct {
+	hcs   *Client // this test's, made by requireContract
 	addr  string
 	image string
 }
@@ -27,10 +28,9 @@ func requireContract(t *testing.T) *contractEnv {
 		}
 		t.Skip("no emulator: make test-windows starts hcsemu and sets HCSEMU_TCP_ADDRESS and RUNHCS_WINE_IMAGE when run as root")
 	}
-	// The stand-in DLL keeps one connection per process; a fresh API per test is a fresh set
-	// of handles on it.
-	SetAPI(nil)
-	t.Cleanup(func() { SetAPI(nil) })
+	// The stand-in DLL keeps one connection per process; a fresh Client per test is a fresh
+	// set of handles on it.
+	env.hcs = NewHostClient()
 	return env
 }
 

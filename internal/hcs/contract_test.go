@@ -56,7 +56,7 @@ func containerDoc(image string, mutate ...func(*schema2.Container)) *schema2.Com
 func newContainer(t *testing.T, env *contractEnv, start bool, mutate ...func(*schema2.Container)) *System {
 	t.Helper()
 	ctx := testCtx(t)
-	s, err := CreateComputeSystem(ctx, testID(t), containerDoc(env.image, mutate...))
+	s, err := env.hcs.CreateComputeSystem(ctx, testID(t), containerDoc(env.image, mutate...))
 	if err != nil {
 		t.Fatalf("CreateComputeSystem: %v", err)
 	}
@@ -183,13 +183,13 @@ func TestContractLifecycle(t *testing.T) {
 	state(schema2.StateRunning)
 	keepAlive(t, s)
 
-	list, err := EnumerateComputeSystems(ctx, &schema2.SystemQuery{Ids: []string{s.ID()}})
+	list, err := env.hcs.EnumerateComputeSystems(ctx, &schema2.SystemQuery{Ids: []string{s.ID()}})
 	if err != nil || len(list) != 1 || list[0].Id != s.ID() {
-		t.Fatalf("EnumerateComputeSystems(Ids: %s) = %+v, %v", s.ID(), list, err)
+		t.Fatalf("env.hcs.EnumerateComputeSystems(Ids: %s) = %+v, %v", s.ID(), list, err)
 	}
-	all, err := EnumerateComputeSystems(ctx, nil)
+	all, err := env.hcs.EnumerateComputeSystems(ctx, nil)
 	if err != nil || !containsID(all, s.ID()) {
-		t.Fatalf("EnumerateComputeSystems(nil) lacks %s: %v", s.ID(), err)
+		t.Fatalf("env.hcs.EnumerateComputeSystems(nil) lacks %s: %v", s.ID(), err)
 	}
 
 	for _, code := range []int{0, 3, 255} {
@@ -235,8 +235,8 @@ func containsID(list []schema2.Properties, id string) bool {
 }
 
 func TestContractHostOSVersion(t *testing.T) {
-	requireContract(t)
-	v, err := HostOSVersion(testCtx(t))
+	env := requireContract(t)
+	v, err := env.hcs.HostOSVersion(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestContractErrors(t *testing.T) {
 	ctx := testCtx(t)
 
 	t.Run("not found", func(t *testing.T) {
-		_, err := OpenComputeSystem(ctx, "no-such-system-"+testID(t))
+		_, err := env.hcs.OpenComputeSystem(ctx, "no-such-system-"+testID(t))
 		if !errors.Is(err, ErrNotFound) || !errdefs.IsNotFound(err) {
 			t.Fatalf("OpenComputeSystem of an unknown id: %v, want ErrNotFound", err)
 		}
@@ -430,7 +430,7 @@ func TestContractErrors(t *testing.T) {
 	})
 	t.Run("already exists", func(t *testing.T) {
 		s := newContainer(t, env, false)
-		_, err := CreateComputeSystem(ctx, s.ID(), containerDoc(env.image))
+		_, err := env.hcs.CreateComputeSystem(ctx, s.ID(), containerDoc(env.image))
 		if !errors.Is(err, ErrAlreadyExists) || !errdefs.IsAlreadyExists(err) {
 			t.Fatalf("second CreateComputeSystem %s: %v, want ErrAlreadyExists", s.ID(), err)
 		}
@@ -479,14 +479,14 @@ func TestContractErrors(t *testing.T) {
 	})
 	t.Run("invalid document", func(t *testing.T) {
 		id := testID(t)
-		_, err := CreateComputeSystem(ctx, id, `{"SchemaVersion":{"Major":2,"Minor":1},"Container":{"Storage":{"Path":"`+env.image+`"},"NoSuchField":1}}`)
+		_, err := env.hcs.CreateComputeSystem(ctx, id, `{"SchemaVersion":{"Major":2,"Minor":1},"Container":{"Storage":{"Path":"`+env.image+`"},"NoSuchField":1}}`)
 		if err == nil || !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "NoSuchField") {
 			t.Fatalf("CreateComputeSystem with an unknown field: %v; want an invalid-argument error naming it", err)
 		}
-		if _, err := OpenComputeSystem(ctx, id); !errors.Is(err, ErrNotFound) {
+		if _, err := env.hcs.OpenComputeSystem(ctx, id); !errors.Is(err, ErrNotFound) {
 			t.Errorf("a refused document created %s: %v", id, err)
 		}
-		_, err = CreateComputeSystem(ctx, id, &schema2.ComputeSystem{Container: &schema2.Container{}})
+		_, err = env.hcs.CreateComputeSystem(ctx, id, &schema2.ComputeSystem{Container: &schema2.Container{}})
 		if err == nil || !strings.Contains(err.Error(), "SchemaVersion") {
 			t.Errorf("CreateComputeSystem without SchemaVersion: %v; want an error naming it", err)
 		}

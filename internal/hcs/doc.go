@@ -15,7 +15,12 @@
 //   - Notifications become Go events: System.Exited and Process.Exited are channels closed when
 //     HCS reports the exit (or when the service goes away).
 //
-// The computecore.API is obtained once, lazily, with computecore.New (computecore.dll on
-// Windows, the hcsemu daemon elsewhere); SetAPI replaces it in tests. The package imports
-// computecore and schema2 only, and nothing above it.
+// Calls go through a Client, which its user makes and passes on; the package keeps no API of
+// its own. NewClient wraps a given computecore.API (a fake in unit tests, a connection of the
+// e2e harness's). NewHostClient makes this host's API lazily with newAPI, and this package is
+// where the implementation is chosen: computecore.New (the computecore.dll bindings) on Windows,
+// the hcsemu daemon's client (internal/hcsemu/client) elsewhere, so that internal/computecore
+// stays the bare API surface. A System or Process keeps the Client it was opened with. The
+// package imports computecore, schema2 and, off Windows, the emulator's client; nothing above
+// them.
 package hcs

@@ -38,6 +38,13 @@ var (
 	ErrClosed error = &sentinel{"handle already closed", errdefs.ErrFailedPrecondition}
 )
 
+// IsGone reports whether err says the compute system or process does not exist or has already
+// stopped (ErrNotFound, ErrAlreadyStopped, ErrProcessAlreadyStopped): what callers that end
+// something treat as done.
+func IsGone(err error) bool {
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrAlreadyStopped) || errors.Is(err, ErrProcessAlreadyStopped)
+}
+
 // HCS returns E_ELEMENT_NOT_FOUND (HRESULT_FROM_WIN32(ERROR_NOT_FOUND)) for some lookups; hcsshim's
 // internal/hcs/errors.go treats it as "does not exist", like HCS_E_SYSTEM_NOT_FOUND.
 

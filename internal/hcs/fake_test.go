@@ -10,6 +10,8 @@ import (
 // with the outcome set in results (by call name, such as "StartComputeSystem"), except the
 // calls named in hang, whose operations complete only when cancelled.
 type fakeAPI struct {
+	client *Client // a Client of this fake (useFake)
+
 	mu      sync.Mutex
 	next    uintptr
 	ops     map[computecore.Operation]*fakeOp

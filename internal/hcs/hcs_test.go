@@ -16,11 +16,11 @@ import (
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 )
 
+// useFake returns a fake computecore.API and, in its client field, a Client of it.
 func useFake(t *testing.T) *fakeAPI {
 	t.Helper()
 	f := newFake()
-	SetAPI(f)
-	t.Cleanup(func() { SetAPI(nil) })
+	f.client = NewClient(f)
 	return f
 }
 
@@ -80,7 +80,7 @@ func TestCallFailureCarriesDetail(t *testing.T) {
 		doc: `{"Error":-2143878907,"ErrorMessage":"The requested operation is not valid in the current state","ErrorEvents":[{"Message":"system c1 is Running"}]}`,
 	}
 	ctx := context.Background()
-	s, err := CreateComputeSystem(ctx, "c1", &schema2.ComputeSystem{})
+	s, err := f.client.CreateComputeSystem(ctx, "c1", &schema2.ComputeSystem{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestTimeoutCancelsOperation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := useFake(t)
-			s, err := CreateComputeSystem(context.Background(), "slow-1", "{}")
+			s, err := f.client.CreateComputeSystem(context.Background(), "slow-1", "{}")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func TestContextDoneBeforeCall(t *testing.T) {
 	f := useFake(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := CreateComputeSystem(ctx, "never", "{}")
+	_, err := f.client.CreateComputeSystem(ctx, "never", "{}")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v is not context.Canceled", err)
 	}
@@ -181,7 +181,7 @@ func TestContextDoneBeforeCall(t *testing.T) {
 func TestCreateFailureReleasesHandle(t *testing.T) {
 	f := useFake(t)
 	f.results["CreateComputeSystem"] = fakeResult{err: computecore.HCS_E_SYSTEM_ALREADY_EXISTS}
-	_, err := CreateComputeSystem(context.Background(), "dup", "{}")
+	_, err := f.client.CreateComputeSystem(context.Background(), "dup", "{}")
 	if !errors.Is(err, ErrAlreadyExists) || !errdefs.IsAlreadyExists(err) {
 		t.Fatalf("error %v is not ErrAlreadyExists", err)
 	}
@@ -205,7 +205,7 @@ func TestSystemExitEvents(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := useFake(t)
-			s, err := CreateComputeSystem(context.Background(), "ev", "{}")
+			s, err := f.client.CreateComputeSystem(context.Background(), "ev", "{}")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,7 +247,7 @@ func TestProcessExit(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := useFake(t)
-			s, err := CreateComputeSystem(context.Background(), "px", "{}")
+			s, err := f.client.CreateComputeSystem(context.Background(), "px", "{}")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -301,7 +301,7 @@ func TestProcessExit(t *testing.T) {
 
 func TestProcessExitedBeforeSubscribe(t *testing.T) {
 	f := useFake(t)
-	s, err := CreateComputeSystem(context.Background(), "fast", "{}")
+	s, err := f.client.CreateComputeSystem(context.Background(), "fast", "{}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestProcessExitedBeforeSubscribe(t *testing.T) {
 
 func TestProcessSettledWhenSystemExits(t *testing.T) {
 	f := useFake(t)
-	s, err := CreateComputeSystem(context.Background(), "sx", "{}")
+	s, err := f.client.CreateComputeSystem(context.Background(), "sx", "{}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestProcessSettledWhenSystemExits(t *testing.T) {
 
 func TestSignalAndKillResults(t *testing.T) {
 	f := useFake(t)
-	s, err := CreateComputeSystem(context.Background(), "sig", "{}")
+	s, err := f.client.CreateComputeSystem(context.Background(), "sig", "{}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +380,7 @@ func TestSignalAndKillResults(t *testing.T) {
 func TestHostOSVersion(t *testing.T) {
 	f := useFake(t)
 	f.service = `{"Properties":[{"SupportedSchemaVersions":[{"Major":2,"Minor":1}],"OsVersion":"10.0.20348.1"}]}`
-	v, err := HostOSVersion(context.Background())
+	v, err := f.client.HostOSVersion(context.Background())
 	if err != nil || v != "10.0.20348.1" {
 		t.Fatalf("HostOSVersion = %q, %v", v, err)
 	}
@@ -389,7 +389,7 @@ func TestHostOSVersion(t *testing.T) {
 func TestEnumerate(t *testing.T) {
 	f := useFake(t)
 	f.results["EnumerateComputeSystems"] = fakeResult{doc: `[{"Id":"a","SystemType":"Container","State":"Running"},{"Id":"b","State":"Created"}]`}
-	got, err := EnumerateComputeSystems(context.Background(), nil)
+	got, err := f.client.EnumerateComputeSystems(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +400,7 @@ func TestEnumerate(t *testing.T) {
 
 func TestAbandonedCreateProcessReleasesHandle(t *testing.T) {
 	f := useFake(t)
-	s, err := CreateComputeSystem(context.Background(), "ab", "{}")
+	s, err := f.client.CreateComputeSystem(context.Background(), "ab", "{}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,9 +434,7 @@ func TestNoService(t *testing.T) {
 	}
 	addr := filepath.Join(t.TempDir(), "nobody.sock")
 	t.Setenv("HCSEMU_ADDRESS", addr)
-	SetAPI(nil)
-	t.Cleanup(func() { SetAPI(nil) })
-	_, err := OpenComputeSystem(context.Background(), "x")
+	_, err := NewHostClient().OpenComputeSystem(context.Background(), "x")
 	if !errors.Is(err, ErrServiceDisconnected) || !errdefs.IsUnavailable(err) {
 		t.Fatalf("with no daemon: %v, want ErrServiceDisconnected (Unavailable)", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
@@ -23,7 +24,8 @@ type Process struct {
 
 	mu     sync.RWMutex // guards handle against Close; held only across the issuing call
 	handle computecore.Process
-	key    uintptr
+	// released is set once the handle is closed: later notifications are dropped.
+	released atomic.Bool
 
 	stdin          io.WriteCloser
 	stdout, stderr io.ReadCloser
@@ -43,7 +45,7 @@ func (s *System) CreateProcess(ctx context.Context, params *schema2.ProcessParam
 		return nil, &Error{Op: opName, ID: s.id, Err: fmt.Errorf("encode process parameters: %w: %w", err, errdefs.ErrInvalidArgument)}
 	}
 	var h computecore.Process
-	c := &call{api: s.api, op: opName, id: s.id, withInfo: true,
+	c := &call{client: s.client, api: s.api, op: opName, id: s.id, withInfo: true,
 		start: func(op computecore.Operation) error {
 			sh, release, err := s.acquire()
 			if err != nil {
@@ -104,7 +106,7 @@ func (s *System) OpenProcess(ctx context.Context, pid uint32) (*Process, error) 
 	}, s.api.CloseProcess)
 	release()
 	if err != nil {
-		dropIfDisconnected(s.api, err)
+		s.client.dropIfDisconnected(s.api, err)
 		if e, ok := err.(*Error); ok {
 			e.Pid = pid
 		}
@@ -137,7 +139,7 @@ func (p *Process) acquire() (computecore.Process, func(), error) {
 }
 
 func (p *Process) processOp(ctx context.Context, opName string, f func(computecore.Process, computecore.Operation) error) (string, error) {
-	c := &call{api: p.api, op: opName, id: p.sys.id, pid: p.pid, start: func(op computecore.Operation) error {
+	c := &call{client: p.sys.client, api: p.api, op: opName, id: p.sys.id, pid: p.pid, start: func(op computecore.Operation) error {
 		h, release, err := p.acquire()
 		if err != nil {
 			return err
@@ -235,30 +237,32 @@ func (p *Process) Properties(ctx context.Context) (*schema2.ProcessStatus, error
 // Close releases the handle. The process keeps running; its stdio stays the caller's.
 func (p *Process) Close() error {
 	p.mu.Lock()
-	h, key := p.handle, p.key
-	p.handle, p.key = 0, 0
+	h := p.handle
+	p.handle = 0
 	p.mu.Unlock()
 	if h == 0 {
 		return nil
 	}
 	p.sys.removeProcess(p)
 	p.api.CloseProcess(h)
-	if key != 0 {
-		unregisterKey(key)
-	}
+	p.released.Store(true)
 	return nil
 }
 
 // subscribe registers for the process's notifications, then catches an exit that happened
 // before the registration (a short-lived process, or an opened one that had already ended).
+// As for System.subscribe, the callback is kept by computecore's registry.
 func (p *Process) subscribe(ctx context.Context) {
-	key := registerProcess(p)
 	p.mu.Lock()
 	h := p.handle
-	p.key = key
 	p.mu.Unlock()
 	p.sys.addProcess(p)
-	if err := p.api.SetProcessCallback(h, computecore.EventOptionNone, key, processCallback); err != nil {
+	onEvent := func(ev computecore.Event, _ uintptr) {
+		if !p.released.Load() {
+			p.onEvent(ev)
+		}
+	}
+	if err := p.api.SetProcessCallback(h, computecore.EventOptionNone, 0, onEvent); err != nil {
 		log.G(ctx).WithFields(log.Fields{"system": p.sys.id, "pid": p.pid}).WithError(err).Warn("SetProcessCallback failed; waiting for exit instead")
 		go func() {
 			doc, err := p.api.WaitForProcessExit(h, computecore.Infinite)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -21,12 +22,15 @@ const orphanTimeout = 30 * time.Second
 // System is an open handle on a compute system (a container or a utility VM). It is safe for
 // concurrent use. Closing it releases the handle only; the system keeps running in HCS.
 type System struct {
-	api computecore.API
-	id  string
+	client *Client
+	api    computecore.API // client's API when the system was opened
+	id     string
 
 	mu     sync.RWMutex // guards handle against Close; held only across the issuing call
 	handle computecore.System
-	key    uintptr // registry key of the notification callback, 0 if none
+	// released is set once the handle is closed: notifications that computecore delivers
+	// later are dropped.
+	released atomic.Bool
 
 	exitOnce sync.Once
 	exited   chan struct{}
@@ -36,15 +40,15 @@ type System struct {
 	procs  map[*Process]struct{} // processes opened through this handle, told when it exits
 }
 
-func newSystem(api computecore.API, id string, h computecore.System) *System {
-	return &System{api: api, id: id, handle: h, exited: make(chan struct{}), procs: map[*Process]struct{}{}}
+func newSystem(client *Client, api computecore.API, id string, h computecore.System) *System {
+	return &System{client: client, api: api, id: id, handle: h, exited: make(chan struct{}), procs: map[*Process]struct{}{}}
 }
 
 // CreateComputeSystem creates the compute system id from document (a *schema2.ComputeSystem, or
 // a JSON string/[]byte). The system is created, not started.
-func CreateComputeSystem(ctx context.Context, id string, document any) (*System, error) {
+func (c *Client) CreateComputeSystem(ctx context.Context, id string, document any) (*System, error) {
 	const opName = "CreateComputeSystem"
-	api, err := apiFor(opName, id)
+	api, err := c.apiFor(opName, id)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +57,7 @@ func CreateComputeSystem(ctx context.Context, id string, document any) (*System,
 		return nil, &Error{Op: opName, ID: id, Err: fmt.Errorf("encode document: %w: %w", err, errdefs.ErrInvalidArgument)}
 	}
 	var h computecore.System
-	c := &call{api: api, op: opName, id: id,
+	cl := &call{client: c, api: api, op: opName, id: id,
 		start: func(op computecore.Operation) error {
 			var err error
 			h, err = api.CreateComputeSystem(id, doc, op, 0)
@@ -68,28 +72,28 @@ func CreateComputeSystem(ctx context.Context, id string, document any) (*System,
 			// as a failed create would have.
 			ctx, cancel := context.WithTimeout(context.Background(), orphanTimeout)
 			defer cancel()
-			s := newSystem(api, id, h)
+			s := newSystem(c, api, id, h)
 			if err := s.Terminate(ctx); err != nil {
 				log.G(ctx).WithField("system", id).WithError(err).Warn("terminate abandoned compute system")
 			}
 			_ = s.Close()
 		},
 	}
-	if _, _, err := c.run(ctx); err != nil {
+	if _, _, err := cl.run(ctx); err != nil {
 		if h != 0 && !isCtxErr(err) {
 			api.CloseComputeSystem(h)
 		}
 		return nil, err
 	}
-	s := newSystem(api, id, h)
+	s := newSystem(c, api, id, h)
 	s.subscribe(ctx)
 	return s, nil
 }
 
 // OpenComputeSystem opens the existing compute system id (created by this or another process).
-func OpenComputeSystem(ctx context.Context, id string) (*System, error) {
+func (c *Client) OpenComputeSystem(ctx context.Context, id string) (*System, error) {
 	const opName = "OpenComputeSystem"
-	api, err := apiFor(opName, id)
+	api, err := c.apiFor(opName, id)
 	if err != nil {
 		return nil, err
 	}
@@ -97,10 +101,10 @@ func OpenComputeSystem(ctx context.Context, id string) (*System, error) {
 		return api.OpenComputeSystem(id, computecore.GenericAll)
 	}, api.CloseComputeSystem)
 	if err != nil {
-		dropIfDisconnected(api, err)
+		c.dropIfDisconnected(api, err)
 		return nil, asError(err, opName, id, 0)
 	}
-	s := newSystem(api, id, h)
+	s := newSystem(c, api, id, h)
 	s.subscribe(ctx)
 	// A system that stopped before the callback was set sends no more notifications.
 	if props, err := s.Properties(ctx); err == nil && (props.Stopped || props.State == schema2.StateStopped) {
@@ -110,9 +114,9 @@ func OpenComputeSystem(ctx context.Context, id string) (*System, error) {
 }
 
 // EnumerateComputeSystems lists the compute systems that match q (all of them when q is nil).
-func EnumerateComputeSystems(ctx context.Context, q *schema2.SystemQuery) ([]schema2.Properties, error) {
+func (c *Client) EnumerateComputeSystems(ctx context.Context, q *schema2.SystemQuery) ([]schema2.Properties, error) {
 	const opName = "EnumerateComputeSystems"
-	api, err := apiFor(opName, "")
+	api, err := c.apiFor(opName, "")
 	if err != nil {
 		return nil, err
 	}
@@ -120,10 +124,10 @@ func EnumerateComputeSystems(ctx context.Context, q *schema2.SystemQuery) ([]sch
 		q = &schema2.SystemQuery{}
 	}
 	query, _ := marshal(q)
-	c := &call{api: api, op: opName, start: func(op computecore.Operation) error {
+	cl := &call{client: c, api: api, op: opName, start: func(op computecore.Operation) error {
 		return api.EnumerateComputeSystems(query, op)
 	}}
-	doc, _, err := c.run(ctx)
+	doc, _, err := cl.run(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +135,7 @@ func EnumerateComputeSystems(ctx context.Context, q *schema2.SystemQuery) ([]sch
 	if doc == "" {
 		return out, nil
 	}
-	if err := c.unmarshal(doc, &out); err != nil {
+	if err := cl.unmarshal(doc, &out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -140,9 +144,9 @@ func EnumerateComputeSystems(ctx context.Context, q *schema2.SystemQuery) ([]sch
 // HostOSVersion returns the host's Windows build, "major.minor.build.revision" (for example
 // "10.0.20348.1"), from the service properties (the emulator's --os-version), or on Windows,
 // when HCS does not say, from Windows itself.
-func HostOSVersion(ctx context.Context) (string, error) {
+func (c *Client) HostOSVersion(ctx context.Context) (string, error) {
 	const opName = "GetServiceProperties"
-	api, err := apiFor(opName, "")
+	api, err := c.apiFor(opName, "")
 	if err != nil {
 		return "", err
 	}
@@ -155,7 +159,7 @@ func HostOSVersion(ctx context.Context) (string, error) {
 		return doc, nil
 	}, nil)
 	if err != nil {
-		dropIfDisconnected(api, err)
+		c.dropIfDisconnected(api, err)
 		return "", err
 	}
 	var sp schema2.ServiceProperties
@@ -190,7 +194,7 @@ func (s *System) acquire() (h computecore.System, release func(), err error) {
 
 // systemOp runs one of the HcsXxxComputeSystem(cs, op, doc) calls on s.
 func (s *System) systemOp(ctx context.Context, opName string, f func(computecore.System, computecore.Operation) error) (string, error) {
-	c := &call{api: s.api, op: opName, id: s.id, start: func(op computecore.Operation) error {
+	c := &call{client: s.client, api: s.api, op: opName, id: s.id, start: func(op computecore.Operation) error {
 		h, release, err := s.acquire()
 		if err != nil {
 			return err
@@ -290,27 +294,30 @@ func (s *System) ExitError() error {
 // Close.
 func (s *System) Close() error {
 	s.mu.Lock()
-	h, key := s.handle, s.key
-	s.handle, s.key = 0, 0
+	h := s.handle
+	s.handle = 0
 	s.mu.Unlock()
 	if h == 0 {
 		return nil
 	}
 	s.api.CloseComputeSystem(h)
-	if key != 0 {
-		unregisterKey(key)
-	}
+	s.released.Store(true)
 	return nil
 }
 
-// subscribe registers for the system's notifications.
+// subscribe registers for the system's notifications. The callback is a Go function kept by
+// computecore's own registry (which hands C an integer key, never a Go pointer), so no second
+// registry is needed here.
 func (s *System) subscribe(ctx context.Context) {
-	key := registerSystem(s)
-	s.mu.Lock()
+	s.mu.RLock()
 	h := s.handle
-	s.key = key
-	s.mu.Unlock()
-	if err := s.api.SetComputeSystemCallback(h, computecore.EventOptionNone, key, systemCallback); err != nil {
+	s.mu.RUnlock()
+	onEvent := func(ev computecore.Event, _ uintptr) {
+		if !s.released.Load() {
+			s.onEvent(ev)
+		}
+	}
+	if err := s.api.SetComputeSystemCallback(h, computecore.EventOptionNone, 0, onEvent); err != nil {
 		// Without notifications, fall back to a waiter so that Exited still works.
 		log.G(ctx).WithField("system", s.id).WithError(err).Warn("SetComputeSystemCallback failed; waiting for exit instead")
 		go func() {

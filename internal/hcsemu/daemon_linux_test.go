@@ -18,10 +18,11 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/client"
 )
 
 // These tests run the daemon in-process on a temporary socket and drive it with the real
-// client (computecore.DialEmulator), running the workload of the test images (test/workload,
+// client (client.DialHCS), running the workload of the test images (test/workload,
 // whose documentation lists its subcommands and what they print) chrooted in a folder that
 // stands for a container's volume. They need root (chroot, cgroups, mounts).
 
@@ -110,9 +111,9 @@ func startDaemon(t *testing.T) *testDaemon {
 	return d
 }
 
-func dial(t *testing.T, d *testDaemon) *computecore.EmulatorClient {
+func dial(t *testing.T, d *testDaemon) *client.HCS {
 	t.Helper()
-	c, err := computecore.DialEmulator(d.addr)
+	c, err := client.DialHCS(d.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -757,7 +758,7 @@ func TestDaemonSystemLifecycle(t *testing.T) {
 // everything exit when the daemon goes away.
 func TestDaemonClients(t *testing.T) {
 	d := startDaemon(t)
-	a, err := computecore.DialEmulator(d.addr)
+	a, err := client.DialHCS(d.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -838,7 +839,7 @@ func TestDaemonClients(t *testing.T) {
 
 func TestDialError(t *testing.T) {
 	addr := filepath.Join(t.TempDir(), "none.sock")
-	_, err := computecore.DialEmulator(addr)
+	_, err := client.DialHCS(addr)
 	if err == nil {
 		t.Fatal("dialed nothing")
 	}

@@ -1,9 +1,9 @@
 // Package hcsemu is an emulator of the Host Compute Service (vmcompute) for Linux: the engine
 // that keeps compute systems and processes with HCS's documents, states, notifications and
 // HRESULTs, and the server that serves it on a unix socket and, optionally, on loopback TCP for
-// the stand-in computecore.dll under Wine (cmd/hcsemu is the daemon). Its
-// client, the non-Windows computecore.API, lives in internal/computecore (emulator_unix.go);
-// the protocol between them is the leaf package internal/hcsemu/wire.
+// the stand-in computecore.dll under Wine (cmd/hcsemu is the daemon). Its client, the
+// computecore.API of Linux builds, is internal/hcsemu/client; the protocol between them is the
+// leaf package internal/hcsemu/wire, which both import. internal/hcs chooses the client.
 //
 // It imports computecore (HRESULTs, event types), internal/hcs/schema2 (the documents) and wire;
 // nothing above those. Files:
@@ -21,15 +21,22 @@
 //     /sys/fs/cgroup/<controller>/hcsemu/<daemon instance>/<system> for limits, pause
 //     (freezer), statistics and killing; processes are forked from one locked thread inside the
 //     groups, with Pdeathsig, so they die with the daemon.
-//   - storage.go, storage_linux.go, layerfiles_linux.go, storage_server_linux.go: the storage
+//   - storage.go, storage_linux.go, layerfiles_linux.go: the storage
 //     filter (vmcompute.dll's layer functions): activated and prepared layers as overlayfs
 //     volumes named \\?\Volume{GUID}\ under <root>/volumes, which Container.Storage.Path
 //     resolves to; scratch disks as emulated VHDX files; recorded on disk so that a restarted
 //     daemon detaches what a dead one left.
-//   - server_linux.go: connections, concurrent requests, per-connection event queues; Run.
+//   - server_linux.go: connections, concurrent requests, per-connection event queues, and
+//     turning a method's answer into the response frame.
+//   - dispatch_linux.go: the dispatch table from wire method name to the method serving it;
+//     methods_compute_linux.go and methods_storage_linux.go: its entries for compute systems and
+//     processes, and for the storage filter. A new group of
+//     wire methods is a new methods_*_linux.go file adding its own entries.
+//   - unix_linux.go: the unix socket transport, stdio sent as descriptors.
 //   - tcp_linux.go, listen.go: the loopback TCP transport (--tcp-address): the same handler,
 //     with a process's stdio kept under a token for the client's AttachStdio connections
 //     instead of sent as descriptors; only loopback addresses are served.
+//   - daemon_linux.go: Run, the daemon's wiring of listeners, engine and server.
 //
 // Like vmcompute, the daemon keeps systems alive across the death of the client that made them:
 // any client can open one by id. A stopped system is forgotten when its last handle closes. If

@@ -383,7 +383,7 @@ func (s *system) stopLocked(ctx context.Context, exitType schema2.NotificationTy
 		s.cg.kill(ctx)
 	}
 	s.unmapAllLocked(ctx)
-	s.notifyLocked(wire.Event{Type: uint32(computecore.EventSystemExited), System: s.ref(), Data: s.exitDocLocked()})
+	s.notifyLocked(wire.Event{Type: computecore.EventSystemExited, System: s.ref(), Data: s.exitDocLocked()})
 	log.G(ctx).WithFields(log.Fields{"system": s.id, "exitType": exitType}).Info("hcsemu: compute system stopped")
 
 	procs := make([]*process, 0, len(s.procs))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/client"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -27,7 +28,7 @@ func TestHelperClient(t *testing.T) {
 	if os.Getenv("HCSEMU_TEST_HELPER") != "create" {
 		t.Skip("helper process for TestDaemonOutOfProcess")
 	}
-	api, err := computecore.New() // $HCSEMU_ADDRESS
+	api, err := client.NewHCS() // $HCSEMU_ADDRESS
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -69,9 +70,9 @@ func TestDaemonOutOfProcess(t *testing.T) {
 			t.Logf("daemon log:\n%s", b)
 		}
 	}()
-	var b *computecore.EmulatorClient
+	var b *client.HCS
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := computecore.DialEmulator(addr)
+		c, err := client.DialHCS(addr)
 		if err == nil {
 			b = c
 			break
@@ -182,9 +183,9 @@ func TestDaemonOutOfProcess(t *testing.T) {
 	if err := daemon2.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var c2 *computecore.EmulatorClient
+	var c2 *client.HCS
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if c2, err = computecore.DialEmulator(addr); err == nil {
+		if c2, err = client.DialHCS(addr); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {

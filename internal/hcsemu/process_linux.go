@@ -387,7 +387,7 @@ func (s *system) wait(p *process) {
 	p.code = code
 	close(p.exited)
 	s.exitOrder = append(s.exitOrder, p.pid)
-	ev := wire.Event{Type: uint32(computecore.EventProcessExited), System: s.ref(), PID: p.pid, Data: p.exitDoc()}
+	ev := wire.Event{Type: computecore.EventProcessExited, System: s.ref(), PID: p.pid, Data: p.exitDoc()}
 	for sub := range p.refs {
 		sub.Notify(ev)
 	}

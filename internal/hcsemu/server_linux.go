@@ -8,10 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
-	"syscall"
-	"time"
 
 	"github.com/containerd/log"
 
@@ -35,42 +32,6 @@ type Server struct {
 // NewServer returns a server of e.
 func NewServer(e *Engine) *Server {
 	return &Server{e: e, stdio: newStdioTable(AttachTimeout)}
-}
-
-// Listen creates the socket at address: its folder is created, and a socket file nobody
-// answers on (left by a daemon that died) is removed. A socket somebody answers on is an
-// error, so two daemons never share an address.
-func Listen(address string) (*net.UnixListener, error) {
-	if err := os.MkdirAll(filepath.Dir(address), 0o755); err != nil {
-		return nil, fmt.Errorf("create the folder of %s: %w", address, err)
-	}
-	if _, err := os.Lstat(address); err == nil {
-		c, err := net.DialTimeout("unix", address, time.Second)
-		if err == nil {
-			c.Close()
-			return nil, fmt.Errorf("another HCS emulator is already listening at %s", address)
-		}
-		if err := os.Remove(address); err != nil {
-			return nil, fmt.Errorf("remove the stale socket %s: %w", address, err)
-		}
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: address, Net: "unix"})
-	if err != nil {
-		return nil, fmt.Errorf("listen at %s: %w", address, err)
-	}
-	// Only root talks to HCS, as only administrators may call vmcompute.
-	if err := os.Chmod(address, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	return ln, nil
-}
-
-// Serve accepts unix connections until ln is closed, then closes them all and returns.
-func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
-	return s.serve(ctx, func() (net.Conn, error) { return ln.AcceptUnix() }, func(ctx context.Context, _ *group, nc net.Conn) {
-		s.runConn(ctx, &unixTransport{wc: wire.NewConn(nc.(*net.UnixConn))}, nil)
-	})
 }
 
 // serve accepts connections until accept fails for good, handing each to handle on a
@@ -152,29 +113,6 @@ type transport interface {
 	// close ends the connection; a receive under way fails. Safe to call more than once.
 	close() error
 }
-
-// unixTransport is a connection on the unix socket: files travel as SCM_RIGHTS.
-type unixTransport struct {
-	wc *wire.Conn
-}
-
-func (t *unixTransport) receive() (*wire.Frame, error) {
-	f, fds, err := t.wc.Receive()
-	for _, fd := range fds {
-		syscall.Close(fd) // clients send none
-	}
-	return f, err
-}
-
-func (t *unixTransport) send(f *wire.Frame, files []*os.File) error {
-	fds := make([]int, len(files))
-	for i, f := range files {
-		fds[i] = int(f.Fd())
-	}
-	return t.wc.Send(f, fds...)
-}
-
-func (t *unixTransport) close() error { return t.wc.Close() }
 
 // conn is one client connection; it is the engine's Subscriber for the handles it holds.
 type conn struct {
@@ -310,95 +248,15 @@ func (c *conn) readLoop() {
 func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.File) {
 	ctx = log.WithLogger(ctx, log.G(ctx).WithField("method", f.Method))
 	var (
-		result string
-		reply  any
-		files  []*os.File
-		err    error
+		a   answer
+		err error
 	)
-	e := c.srv.e
-	switch f.Method {
-	case wire.MethodCreateComputeSystem:
-		var a wire.CreateSystemArgs
-		if err = f.DecodeArgs(&a); err == nil {
-			reply, err = e.CreateSystem(ctx, a.ID, a.Configuration, c)
-		}
-	case wire.MethodOpenComputeSystem:
-		var a wire.OpenSystemArgs
-		if err = f.DecodeArgs(&a); err == nil {
-			reply, err = e.OpenSystem(ctx, a.ID, c)
-		}
-	case wire.MethodCloseComputeSystem:
-		var a wire.SystemArgs
-		if err = f.DecodeArgs(&a); err == nil {
-			e.CloseSystem(ctx, a.System, c)
-		}
-	case wire.MethodEnumerateComputeSystems:
-		var a wire.QueryArgs
-		if err = f.DecodeArgs(&a); err == nil {
-			result, err = e.Enumerate(ctx, a.Query)
-		}
-	case wire.MethodStartComputeSystem, wire.MethodShutDownComputeSystem, wire.MethodTerminateComputeSystem,
-		wire.MethodPauseComputeSystem, wire.MethodResumeComputeSystem, wire.MethodGetComputeSystemProperties,
-		wire.MethodModifyComputeSystem:
-		var a wire.SystemArgs
-		if err = f.DecodeArgs(&a); err != nil {
-			break
-		}
-		switch f.Method {
-		case wire.MethodStartComputeSystem:
-			err = e.Start(ctx, a.System, a.Document)
-		case wire.MethodShutDownComputeSystem:
-			err = e.Shutdown(ctx, a.System, a.Document)
-		case wire.MethodTerminateComputeSystem:
-			err = e.Terminate(ctx, a.System, a.Document)
-		case wire.MethodPauseComputeSystem:
-			err = e.Pause(ctx, a.System, a.Document)
-		case wire.MethodResumeComputeSystem:
-			err = e.Resume(ctx, a.System, a.Document)
-		case wire.MethodGetComputeSystemProperties:
-			result, err = e.Properties(ctx, a.System, a.Document)
-		case wire.MethodModifyComputeSystem:
-			err = e.Modify(ctx, a.System, a.Document)
-		}
-	case wire.MethodCreateProcess:
-		var a wire.CreateProcessArgs
-		if err = f.DecodeArgs(&a); err == nil {
-			reply, files, err = e.CreateProcess(ctx, a.System, a.Parameters, c)
-		}
-	case wire.MethodOpenProcess:
-		var a wire.ProcessRef // MethodOpenProcess's args name the process by system and pid
-		if err = f.DecodeArgs(&a); err == nil {
-			reply, err = e.OpenProcess(ctx, a, c)
-		}
-	case wire.MethodCloseProcess, wire.MethodTerminateProcess, wire.MethodSignalProcess,
-		wire.MethodGetProcessProperties, wire.MethodModifyProcess:
-		var a wire.ProcessArgs
-		if err = f.DecodeArgs(&a); err != nil {
-			break
-		}
-		switch f.Method {
-		case wire.MethodCloseProcess:
-			e.CloseProcess(ctx, a.Process, c)
-		case wire.MethodTerminateProcess:
-			err = e.TerminateProcess(ctx, a.Process, a.Document)
-		case wire.MethodSignalProcess:
-			err = e.SignalProcess(ctx, a.Process, a.Document)
-		case wire.MethodGetProcessProperties:
-			result, err = e.ProcessProperties(ctx, a.Process, a.Document)
-		case wire.MethodModifyProcess:
-			err = e.ModifyProcess(ctx, a.Process, a.Document)
-		}
-	case wire.MethodGetServiceProperties:
-		var a wire.QueryArgs
-		if err = f.DecodeArgs(&a); err == nil {
-			result, err = e.ServiceProperties(ctx, a.Query)
-		}
-	default:
-		var ok bool
-		if reply, ok, err = c.handleStorage(ctx, f); !ok {
-			err = errorf(computecore.HCS_E_UNKNOWN_MESSAGE, "unknown method %q", f.Method)
-		}
+	if m, ok := methods[f.Method]; ok {
+		a, err = m(ctx, c.srv.e, c, f)
+	} else {
+		err = errorf(computecore.HCS_E_UNKNOWN_MESSAGE, "unknown method %q", f.Method)
 	}
+	result, reply, files := a.result, a.reply, a.files
 	out := &wire.Frame{ID: f.ID}
 	if err != nil {
 		he := AsError(err)
@@ -406,7 +264,7 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 			he.HResult = computecore.HCS_E_PROTOCOL_ERROR // args this server cannot read
 		}
 		log.G(ctx).WithError(err).Debug("hcsemu: request failed")
-		out.HResult = uint32(he.HResult)
+		out.HResult = he.HResult
 		out.Result = resultError(he)
 		for _, f := range files {
 			f.Close()
@@ -423,13 +281,13 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 				f.Close()
 			}
 			he := &Error{HResult: computecore.E_FAIL, Message: fmt.Sprintf("%s: a reply of type %T cannot carry stdio", f.Method, reply)}
-			out.HResult, out.Result = uint32(he.HResult), resultError(he)
+			out.HResult, out.Result = he.HResult, resultError(he)
 			return out, nil
 		}
 		token, terr := c.stdio.add(ctx, pr, files)
 		if terr != nil {
 			he := AsError(terr)
-			out.HResult, out.Result = uint32(he.HResult), resultError(he)
+			out.HResult, out.Result = he.HResult, resultError(he)
 			return out, nil
 		}
 		pr.StdioToken = token
@@ -438,7 +296,7 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 	if reply != nil {
 		b, merr := json.Marshal(reply)
 		if merr != nil {
-			out.HResult = uint32(computecore.E_FAIL)
+			out.HResult = computecore.E_FAIL
 			out.Result = resultError(&Error{HResult: computecore.E_FAIL, Message: merr.Error()})
 			return out, nil
 		}
@@ -462,86 +320,4 @@ func resultError(e *Error) string {
 		ErrorEvents:  []schema2.ErrorEvent{{Message: e.Message, Source: "hcsemu"}},
 	})
 	return string(b)
-}
-
-// Run is the daemon: an engine served at addrs until ctx is done, then every system is
-// terminated and the socket (and the TCP address file) removed.
-func Run(ctx context.Context, cfg Config, addrs Addresses) error {
-	if err := addrs.validate(); err != nil {
-		return err
-	}
-	// The socket first: a second daemon on the same address stops here, before its engine
-	// touches anything.
-	ln, err := Listen(addrs.Unix)
-	if err != nil {
-		return err
-	}
-	var tln net.Listener
-	if addrs.TCP != "" {
-		if tln, err = ListenTCP(addrs.TCP); err != nil {
-			ln.Close()
-			return err
-		}
-	}
-	closeListeners := func() {
-		ln.Close()
-		if tln != nil {
-			tln.Close()
-		}
-	}
-	e, err := NewEngine(ctx, cfg)
-	if err != nil {
-		closeListeners()
-		return err
-	}
-	fields := log.Fields{"address": addrs.Unix, "root": e.cfg.Root, "osVersion": e.cfg.OSVersion}
-	if tln != nil {
-		fields["tcpAddress"] = tln.Addr().String()
-	}
-	srv := NewServer(e)
-	serving := 1
-	done := make(chan error, 2)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	if tln != nil {
-		serving++
-		go func() { done <- srv.ServeTCP(ctx, tln) }()
-	}
-	// The address file last: it tells whoever waits for it that the daemon is ready.
-	if addrs.TCPFile != "" {
-		err = writeFileAtomic(addrs.TCPFile, tln.Addr().String())
-	}
-	if err == nil {
-		log.G(ctx).WithFields(fields).Info("hcsemu: serving")
-		select {
-		case <-ctx.Done():
-		case err = <-done:
-			serving--
-		}
-	}
-	closeListeners()
-	for ; serving > 0; serving-- {
-		err = errors.Join(err, <-done)
-	}
-	srv.stdio.close()
-	log.G(ctx).Info("hcsemu: shutting down: terminating every compute system")
-	cerr := e.Close(context.WithoutCancel(ctx))
-	os.Remove(addrs.Unix)
-	if addrs.TCPFile != "" {
-		os.Remove(addrs.TCPFile)
-	}
-	return errors.Join(err, cerr)
-}
-
-// writeFileAtomic writes content to path through a temporary file and a rename, so that a
-// reader never sees it half written.
-func writeFileAtomic(path, content string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		return fmt.Errorf("--tcp-address-file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("--tcp-address-file: %w", err)
-	}
-	return nil
 }

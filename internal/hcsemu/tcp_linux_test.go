@@ -395,7 +395,7 @@ func (c *tcpClient) processExit(pid uint32) uint32 {
 	c.t.Helper()
 	for i := 0; ; i++ {
 		for _, ev := range c.events {
-			if computecore.EventType(ev.Type) == computecore.EventProcessExited && ev.PID == pid {
+			if ev.Type == computecore.EventProcessExited && ev.PID == pid {
 				var d schema2.ProcessExitedEventData
 				if err := json.Unmarshal([]byte(ev.Data), &d); err != nil {
 					c.t.Fatalf("exit event %q: %v", ev.Data, err)
@@ -418,7 +418,7 @@ func TestDaemonTCP(t *testing.T) {
 	mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + " sleep 600"})
 
 	c := dialTCP(t, d.tcpAddr)
-	if f := c.call(wire.MethodOpenComputeSystem, wire.OpenSystemArgs{ID: "nonexistent"}); computecore.HRESULT(f.HResult) != computecore.HCS_E_SYSTEM_NOT_FOUND || !strings.Contains(f.Result, "nonexistent") {
+	if f := c.call(wire.MethodOpenComputeSystem, wire.OpenSystemArgs{ID: "nonexistent"}); f.HResult != computecore.HCS_E_SYSTEM_NOT_FOUND || !strings.Contains(f.Result, "nonexistent") {
 		t.Errorf("open of an unknown system over TCP: hresult %#x, result %s; want HCS_E_SYSTEM_NOT_FOUND naming it", f.HResult, f.Result)
 	}
 	f := c.call(wire.MethodOpenComputeSystem, wire.OpenSystemArgs{ID: "over-tcp"})

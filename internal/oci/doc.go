@@ -5,5 +5,6 @@
 // Every error names the spec field or annotation at fault and its value, and wraps
 // errdefs.ErrInvalidArgument, so containerd reports it as such.
 //
-// It imports internal/hcs/schema2 and nothing else of runhcs.
+// It imports internal/hcs/schema2 and protocols/options (the runtime options) and nothing else
+// of runhcs. isolation.go applies the runtime options to a spec and chooses the isolation.
 package oci

@@ -10,6 +10,8 @@ import (
 
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/openhcs/runhcs/protocols/options"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden documents in testdata/")
@@ -125,7 +127,6 @@ func TestContainerDocumentErrors(t *testing.T) {
 		want   string // a substring naming the field
 	}{
 		{"no windows section", func(s *specs.Spec) { s.Windows = nil }, "spec has no windows section"},
-		{"hyperv", func(s *specs.Spec) { s.Windows.HyperV = &specs.WindowsHyperV{} }, "windows.hyperv"},
 		{"cpu count zero", func(s *specs.Spec) {
 			s.Windows.Resources = &specs.WindowsResources{CPU: &specs.WindowsCPUResources{Count: u64(0)}}
 		}, "windows.resources.cpu.count=0"},
@@ -279,5 +280,62 @@ func TestLayerIDStable(t *testing.T) {
 	}
 	if len(a) != 36 || a[14] != '5' {
 		t.Errorf("layer id %s is not a version-5 style GUID", a)
+	}
+}
+
+// TestIsolation: each way of asking for Hyper-V isolation is recognised and named in the one
+// refusal; a spec that asks for nothing is process-isolated.
+func TestIsolation(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*specs.Spec)
+		opts   *options.Options
+		want   Isolation
+		named  string
+	}{
+		{"default", func(*specs.Spec) {}, nil, IsolationProcess, ""},
+		{"process option", func(*specs.Spec) {}, &options.Options{SandboxIsolation: options.Options_PROCESS}, IsolationProcess, ""},
+		{"other annotation value", func(s *specs.Spec) {
+			s.Annotations = map[string]string{AnnotationLegacyIsolation: "process"}
+		}, nil, IsolationProcess, ""},
+		{"spec section", func(s *specs.Spec) { s.Windows.HyperV = &specs.WindowsHyperV{} }, nil, IsolationHyperV, "windows.hyperv"},
+		{"runtime option", func(*specs.Spec) {}, &options.Options{SandboxIsolation: options.Options_HYPERVISOR}, IsolationHyperV, "sandbox_isolation"},
+		{"legacy annotation", func(s *specs.Spec) {
+			s.Annotations = map[string]string{AnnotationLegacyIsolation: "hyperv"}
+		}, nil, IsolationHyperV, AnnotationLegacyIsolation},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := baseSpec()
+			tc.mutate(s)
+			if got, _ := ChooseIsolation(s, tc.opts); got != tc.want {
+				t.Errorf("ChooseIsolation = %v, want %v", got, tc.want)
+			}
+			err := RequireProcessIsolation(s, tc.opts)
+			if tc.want == IsolationProcess {
+				if err != nil {
+					t.Errorf("RequireProcessIsolation: %v", err)
+				}
+				return
+			}
+			if !errdefs.IsNotImplemented(err) || !strings.Contains(err.Error(), tc.named) || !strings.Contains(err.Error(), "Hyper-V") {
+				t.Errorf("RequireProcessIsolation: %v, want NotImplemented naming %q", err, tc.named)
+			}
+		})
+	}
+}
+
+func TestApplyOptionsAnnotations(t *testing.T) {
+	s := baseSpec()
+	s.Annotations = map[string]string{"a": "spec"}
+	ApplyOptions(s, &options.Options{DefaultContainerAnnotations: map[string]string{"a": "default", "b": "default"}})
+	if s.Annotations["a"] != "spec" || s.Annotations["b"] != "default" {
+		t.Errorf("annotations %v: the spec's must win, the defaults fill the rest", s.Annotations)
+	}
+	s = baseSpec()
+	s.Annotations = nil
+	ApplyOptions(s, nil)
+	if s.Annotations != nil {
+		t.Errorf("no options added annotations %v", s.Annotations)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/ttrpc"
 
+	"github.com/openhcs/runhcs/internal/shim/task"
 	"github.com/openhcs/runhcs/protocols/diag"
 )
 
@@ -74,22 +75,20 @@ func goroutineStacks(limit int) string {
 // (created, starting, running, paused, stopped, deleted; state.go).
 func (d diagService) DiagTasks(_ context.Context, req *diag.TasksRequest) (*diag.TasksResponse, error) {
 	d.s.mu.Lock()
-	tasks := make([]*task, 0, len(d.s.tasks))
+	tasks := make([]*task.Task, 0, len(d.s.tasks))
 	for _, t := range d.s.tasks {
 		tasks = append(tasks, t)
 	}
 	d.s.mu.Unlock()
-	slices.SortFunc(tasks, func(a, b *task) int { return cmp.Compare(a.id, b.id) })
+	slices.SortFunc(tasks, func(a, b *task.Task) int { return cmp.Compare(a.ID(), b.ID()) })
 
 	resp := &diag.TasksResponse{Tasks: make([]*diag.Task, 0, len(tasks))}
 	for _, t := range tasks {
-		dt := &diag.Task{Id: t.id}
+		dt := &diag.Task{Id: t.ID()}
 		if req.GetExecs() {
-			dt.Execs = append(dt.Execs, &diag.Exec{Id: t.id, State: t.init.status().state.String()})
-			execs := t.execList()
-			slices.SortFunc(execs, func(a, b *process) int { return cmp.Compare(a.execID, b.execID) })
-			for _, e := range execs {
-				dt.Execs = append(dt.Execs, &diag.Exec{Id: e.execID, State: e.status().state.String()})
+			dt.Execs = append(dt.Execs, &diag.Exec{Id: t.ID(), State: t.Init().Status().State})
+			for _, e := range t.Execs() { // by exec id
+				dt.Execs = append(dt.Execs, &diag.Exec{Id: e.ExecID(), State: e.Status().State})
 			}
 		}
 		resp.Tasks = append(resp.Tasks, dt)

@@ -1,29 +1,31 @@
-// Package shim serves containerd's task API (v2 and v3) and owns pods, tasks and
-// execs: their state machines, events and stdio relays. It drives compute systems through
-// internal/hcs, mounts layers through internal/layers and translates specs through
-// internal/oci. It imports nothing above it (see DESIGN.md).
+// Package shim serves containerd's task API (v2 and v3) for one pod: RPC translation, the
+// table of its tasks, events and the diag service. Tasks, processes and their state machines
+// live in internal/shim/task, behind methods the service calls; the service never locks a
+// process or sets its state. It drives compute systems through internal/hcs, mounts layers
+// through internal/layers and translates specs through internal/oci. It imports nothing above
+// it (see DESIGN.md).
 //
 // Layout, after containerd's runc shim:
 //
-//   - run.go: main — the task service registered as a TTRPC plugin of containerd's own shim
-//     package (pkg/shim), which serves it, logs to containerd's shim log and publishes events.
+//   - run.go: main — the start action, or containerd's own shim package (pkg/shim), which
+//     serves the plugins, logs to containerd's shim log and publishes events.
+//   - plugin.go: the task service (v2 and v3) and the diag service registered as a TTRPC
+//     plugin of pkg/shim, with the shim's HCS client made in its init (runc: task/plugin/).
 //   - start*.go: the `start` action (one shim per pod: a task naming a running pod's sandbox
 //     joins that pod's shim), done here because containerd keeps *shim-runhcs-v1 binaries on
 //     the legacy start protocol that pkg/shim no longer speaks. start.go is the portable part
 //     (it records the address in the bundle); start_unix.go and start_windows.go find or start
 //     the pod's shim on a unix socket or a named pipe.
-//   - manager.go: the `delete` action (cleanup after a dead shim: terminate the compute system,
-//     unmount the layers, remove the state) and `-info`.
-//   - bundle.go: what a task records in its bundle for the delete action.
+//   - manager.go: the `delete` action (cleanup after a dead shim, task.Cleanup) and `-info`.
 //   - service.go: the task API, one method per RPC and nothing else; service_v2.go serves the
 //     same methods as containerd.task.v2.Task, which containerd 1.7 and 2.x call (see start.go).
-//   - task.go, process.go: containers and their processes; state.go: their lifecycle, one
-//     type per state (created, starting, running, paused, stopped, deleted) as in runc's
-//     init_state.go, so an illegal transition is a method returning a clear error.
+//   - create.go: the translation of a Create request (spec, options, layers) into a
+//     task.Config.
+//   - events.go: the ordered queue that publishes events to containerd (task.Events).
 //   - diag.go: the containerd.runhcs.v1.diag.ShimDiag service (stacks, tasks, pid) on the
 //     same ttrpc server; cmd/shimdiag is its client.
-//   - hcs.go: the small interfaces the shim needs from internal/hcs and internal/layers
-//     (fakes in tests); hcs_adapter.go binds them to the real package.
+//   - host.go: binds task.Host to an internal/hcs Client (fakes in tests).
+//   - task/: tasks, processes and their lifecycle (see its doc.go).
 //   - stdio/: containerd's side of a process's stdio (FIFOs, named pipes, file://, binary://)
 //     and the relay that drains it.
 //

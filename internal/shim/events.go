@@ -27,7 +27,8 @@ func newEventQueue(ctx context.Context, p events.Publisher) *eventQueue {
 	return q
 }
 
-func (q *eventQueue) send(topic string, e events.Event) {
+// Send queues an event (task.Events).
+func (q *eventQueue) Send(topic string, e events.Event) {
 	q.ch <- queuedEvent{topic: topic, event: e}
 }
 

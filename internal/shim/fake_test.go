@@ -2,7 +2,6 @@ package shim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -10,12 +9,14 @@ import (
 	"github.com/containerd/containerd/v2/core/events"
 	"github.com/containerd/errdefs"
 
+	"github.com/openhcs/runhcs/internal/hcs"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/layers"
+	"github.com/openhcs/runhcs/internal/shim/task"
 )
 
-// errGone stands in for hcs.ErrNotFound / ErrAlreadyStopped in the fakes.
-var errGone = fmt.Errorf("fake: gone: %w", errdefs.ErrNotFound)
+// errGone is what the fakes return for a system or process that is gone, as internal/hcs does.
+var errGone = fmt.Errorf("fake: gone: %w", hcs.ErrNotFound)
 
 type fakeHost struct {
 	mu        sync.Mutex
@@ -26,7 +27,7 @@ type fakeHost struct {
 
 func newFakeHost() *fakeHost { return &fakeHost{systems: map[string]*fakeSystem{}} }
 
-func (h *fakeHost) CreateComputeSystem(ctx context.Context, id string, doc any) (computeSystem, error) {
+func (h *fakeHost) CreateComputeSystem(ctx context.Context, id string, doc any) (task.System, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.createErr != nil {
@@ -40,7 +41,7 @@ func (h *fakeHost) CreateComputeSystem(ctx context.Context, id string, doc any) 
 	return s, nil
 }
 
-func (h *fakeHost) OpenComputeSystem(ctx context.Context, id string) (computeSystem, error) {
+func (h *fakeHost) OpenComputeSystem(ctx context.Context, id string) (task.System, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s, ok := h.systems[id]
@@ -49,9 +50,6 @@ func (h *fakeHost) OpenComputeSystem(ctx context.Context, id string) (computeSys
 	}
 	return s, nil
 }
-
-func (h *fakeHost) HostOSVersion(context.Context) (string, error) { return "10.0.20348.1", nil }
-func (h *fakeHost) IsGone(err error) bool                         { return errors.Is(err, errGone) }
 
 func (h *fakeHost) system(id string) *fakeSystem {
 	h.mu.Lock()
@@ -140,7 +138,7 @@ func (s *fakeSystem) Modify(_ context.Context, r *schema2.ModifySettingRequest) 
 	s.mu.Unlock()
 	return nil
 }
-func (s *fakeSystem) CreateProcess(_ context.Context, pp *schema2.ProcessParameters) (hcsProcess, error) {
+func (s *fakeSystem) CreateProcess(_ context.Context, pp *schema2.ProcessParameters) (task.HCSProcess, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextPid += 100

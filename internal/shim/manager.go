@@ -2,7 +2,6 @@ package shim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,11 +10,12 @@ import (
 	bootapi "github.com/containerd/containerd/api/runtime/bootstrap/v1"
 	"github.com/containerd/containerd/api/types"
 	cshim "github.com/containerd/containerd/v2/pkg/shim"
-	"github.com/containerd/log"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/openhcs/runhcs/internal/hcs"
 	"github.com/openhcs/runhcs/internal/layers"
+	"github.com/openhcs/runhcs/internal/shim/task"
 )
 
 // deleteExitStatus is what the delete action reports for a task whose shim died: its real
@@ -64,59 +64,12 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 		}
 		bundle = wd
 	}
-	pid, err := cleanupBundle(ctx, newHCSHost(), layers.Default, id, bundle)
+	deps := task.Deps{Host: newHCSHost(hcs.NewHostClient()), Mounter: layers.Default}
+	pid, err := task.Cleanup(ctx, deps, id, bundle)
 	if err != nil {
 		return cshim.StopStatus{}, err
 	}
 	return cshim.StopStatus{Pid: int(pid), ExitStatus: deleteExitStatus, ExitedAt: time.Now()}, nil
-}
-
-// cleanupBundle removes what task id of bundle left behind, and returns the pid of its init
-// process if it had started (0 otherwise).
-func cleanupBundle(ctx context.Context, host hcsHost, lm layerMounter, id, bundle string) (initPid uint32, _ error) {
-	logger := log.G(ctx).WithFields(log.Fields{"task": id, "bundle": bundle})
-	st, err := readBundleState(bundle)
-	if err != nil {
-		return 0, err
-	}
-	systemID := id
-	var chain *layers.Chain
-	if st != nil {
-		if st.SystemID != "" {
-			systemID = st.SystemID
-		}
-		chain = st.Layers
-		initPid = st.InitPid
-	} else if spec, err := readSpec(bundle); err == nil && spec.Windows != nil {
-		// No state: a shim from before the state existed, or one that died before writing it.
-		// The spec's layer folders still name the scratch.
-		chain, _ = layers.FromLayerFolders(spec.Windows.LayerFolders)
-	}
-
-	var errs []error
-	cctx, cancel := context.WithTimeout(ctx, hcsCallTimeout)
-	defer cancel()
-	sys, err := host.OpenComputeSystem(cctx, systemID)
-	switch {
-	case err == nil:
-		if err := sys.Terminate(cctx); err != nil && !host.IsGone(err) {
-			errs = append(errs, fmt.Errorf("terminate compute system %q: %w", systemID, err))
-		}
-		_ = sys.Close()
-	case host.IsGone(err):
-		logger.Debug("compute system already gone")
-	default:
-		errs = append(errs, fmt.Errorf("open compute system %q: %w", systemID, err))
-	}
-	if chain != nil {
-		if err := lm.Unmount(cctx, chain.Scratch); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return initPid, errors.Join(errs...)
-	}
-	return initPid, removeBundleState(bundle)
 }
 
 // Info answers `-info`: the runtime's name and version, after validating the options given on

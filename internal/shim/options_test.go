@@ -70,9 +70,9 @@ func TestParseStartFlags(t *testing.T) {
 	}{
 		// containerd 1.7 (runtime/v2/binary.go) and 2.x (core/runtime/v2/command.go).
 		{[]string{"-namespace", "k8s.io", "-address", "/run/containerd/containerd.sock", "-publish-binary", "/usr/bin/containerd", "-id", "c1", "start"}, true,
-			startFlags{namespace: "k8s.io", address: "/run/containerd/containerd.sock", publishBinary: "/usr/bin/containerd", id: "c1"}},
+			startFlags{namespace: "k8s.io", address: "/run/containerd/containerd.sock", id: "c1"}},
 		{[]string{"-namespace", "default", "-address", "a", "-publish-binary", "b", "-id", "c1", "-debug", "start"}, true,
-			startFlags{namespace: "default", address: "a", publishBinary: "b", id: "c1", debug: true}},
+			startFlags{namespace: "default", address: "a", id: "c1", debug: true}},
 		{[]string{"-namespace", "default", "-id", "c1", "-bundle", "/b", "delete"}, false, startFlags{}},
 		{[]string{"-namespace", "default", "-id", "c1"}, false, startFlags{}},
 		{[]string{"-v"}, false, startFlags{}},
@@ -89,10 +89,9 @@ func TestParseStartFlags(t *testing.T) {
 // version ≤ 2) and by containerd 2.x, which first tries it as a protobuf BootstrapResult and
 // must fail to, then falls back to JSON. The options on stdin are validated first.
 func TestStartOutput(t *testing.T) {
-	defer func(f func(context.Context, startFlags, string) (string, error)) { startShim = f }(startShim)
 	addr := "unix:///run/containerd/s/" + strings.Repeat("ab", 32)
 	var gotFlags startFlags
-	startShim = func(_ context.Context, f startFlags, _ string) (string, error) {
+	startShim := func(_ context.Context, f startFlags, _ string) (string, error) {
 		gotFlags = f
 		return addr, nil
 	}
@@ -101,7 +100,7 @@ func TestStartOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := start(context.Background(), startFlags{namespace: "default", id: "c1"}, bytes.NewReader(opts), &out); err != nil {
+	if err := start(context.Background(), startFlags{namespace: "default", id: "c1"}, bytes.NewReader(opts), &out, startShim); err != nil {
 		t.Fatal(err)
 	}
 	if !gotFlags.debug {
@@ -121,10 +120,10 @@ func TestStartOutput(t *testing.T) {
 	}
 
 	bad, _ := proto.Marshal(mustAny(t, &options.Options{LogLevel: "loud"}))
-	if err := start(context.Background(), startFlags{namespace: "default", id: "c1"}, bytes.NewReader(bad), &out); err == nil {
+	if err := start(context.Background(), startFlags{namespace: "default", id: "c1"}, bytes.NewReader(bad), &out, startShim); err == nil {
 		t.Error("start accepted invalid options")
 	}
-	if err := start(context.Background(), startFlags{id: "c1"}, bytes.NewReader(nil), &out); err == nil {
+	if err := start(context.Background(), startFlags{id: "c1"}, bytes.NewReader(nil), &out, startShim); err == nil {
 		t.Error("start accepted no namespace")
 	}
 }

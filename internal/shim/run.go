@@ -6,21 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 
 	cshim "github.com/containerd/containerd/v2/pkg/shim"
-	"github.com/containerd/containerd/v2/pkg/shutdown"
-	"github.com/containerd/containerd/v2/plugins"
-	"github.com/containerd/errdefs/pkg/errgrpc"
-	"github.com/containerd/log"
-	"github.com/containerd/plugin"
-	"github.com/containerd/plugin/registry"
-	"github.com/containerd/ttrpc"
-
-	taskv2 "github.com/containerd/containerd/api/runtime/task/v2"
-	taskv3 "github.com/containerd/containerd/api/runtime/task/v3"
-
-	"github.com/openhcs/runhcs/internal/layers"
 )
 
 // RuntimeName is the runtime type containerd knows this shim by.
@@ -31,7 +18,7 @@ const RuntimeName = "io.containerd.runhcs.v1"
 // shim package.
 func Run(ctx context.Context) {
 	if f, ok := parseStartFlags(os.Args[1:]); ok {
-		if err := start(ctx, f, os.Stdin, os.Stdout); err != nil {
+		if err := start(ctx, f, os.Stdin, os.Stdout, startOrJoin); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: start: %s\n", RuntimeName, err)
 			os.Exit(1)
 		}
@@ -48,9 +35,11 @@ func Run(ctx context.Context) {
 
 // startFlags are the command line of the start action, as containerd 1.7 and 2.x pass it
 // (the flags of containerd's shim package).
+// -publish-binary, -bundle and -socket are accepted but not kept: the start action finds the
+// bundle as its working directory and chooses the socket itself.
 type startFlags struct {
-	namespace, id, address, publishBinary, bundle, socket string
-	debug                                                 bool
+	namespace, id, address string
+	debug                  bool
 }
 
 // parseStartFlags reports whether args are a start action, and its flags.
@@ -65,70 +54,13 @@ func parseStartFlags(args []string) (startFlags, bool) {
 	fs.BoolVar(&b, "info", false, "")
 	fs.StringVar(&f.namespace, "namespace", "", "")
 	fs.StringVar(&f.id, "id", "", "")
-	fs.StringVar(&f.socket, "socket", "", "")
-	var s string
-	fs.StringVar(&s, "debug-socket", "", "")
-	fs.StringVar(&f.bundle, "bundle", "", "")
+	var ignored string
+	for _, name := range []string{"socket", "debug-socket", "bundle", "publish-binary"} {
+		fs.StringVar(&ignored, name, "", "")
+	}
 	fs.StringVar(&f.address, "address", "", "")
-	fs.StringVar(&f.publishBinary, "publish-binary", "", "")
 	if err := fs.Parse(args); err != nil || b {
 		return f, false
 	}
 	return f, fs.Arg(0) == "start"
-}
-
-var registerOnce sync.Once
-
-// registerPlugins registers the task service with the shim package's plugin registry, the way
-// containerd's runc shim does (cmd/containerd-shim-runc-v2/task/plugin).
-func registerPlugins() {
-	registerOnce.Do(func() {
-		registry.Register(&plugin.Registration{
-			Type:     plugins.TTRPCPlugin,
-			ID:       "task",
-			Requires: []plugin.Type{plugins.EventPlugin, plugins.InternalPlugin},
-			InitFn: func(ic *plugin.InitContext) (any, error) {
-				pp, err := ic.GetByID(plugins.EventPlugin, "publisher")
-				if err != nil {
-					return nil, err
-				}
-				ss, err := ic.GetByID(plugins.InternalPlugin, "shutdown")
-				if err != nil {
-					return nil, err
-				}
-				sd := ss.(shutdown.Service)
-				svc := newService(ic.Context, newHCSHost(), layers.Default, pp.(cshim.Publisher), sd)
-				if address, err := cshim.ReadAddress("address"); err == nil {
-					sd.RegisterCallback(func(context.Context) error { return removeShimSocket(address) })
-				}
-				log.G(ic.Context).Info("runhcs task service ready")
-				return taskServices{svc}, nil
-			},
-		})
-	})
-}
-
-// taskServices registers the one task service under both names containerd calls it by, and
-// the diag service beside it.
-type taskServices struct{ s *service }
-
-// UnaryServerInterceptor gives every error its gRPC code from its errdefs kind (NotFound,
-// InvalidArgument, …), as runc's shim does with errgrpc.ToGRPC in each method, so containerd
-// and its clients see the right kind instead of Unknown.
-func (taskServices) UnaryServerInterceptor() ttrpc.UnaryServerInterceptor {
-	return func(ctx context.Context, unmarshal ttrpc.Unmarshaler, _ *ttrpc.UnaryServerInfo, method ttrpc.Method) (any, error) {
-		resp, err := method(ctx, unmarshal)
-		if err != nil {
-			return nil, errgrpc.ToGRPC(err)
-		}
-		return resp, nil
-	}
-}
-
-func (t taskServices) RegisterTTRPC(server *ttrpc.Server) error {
-	taskv3.RegisterTTRPCTaskService(server, t.s)
-	taskv2.RegisterTTRPCTaskService(server, serviceV2(t))
-	// The diag service (diag.go) on the same server, as hcsshim serves it beside its task API.
-	registerDiag(server, t.s)
-	return nil
 }

@@ -5,17 +5,14 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"time"
 
 	eventstypes "github.com/containerd/containerd/api/events"
 	taskapi "github.com/containerd/containerd/api/runtime/task/v3"
-	tasktypes "github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/core/events"
 	"github.com/containerd/containerd/v2/core/runtime"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/shutdown"
 	"github.com/containerd/errdefs"
-	"github.com/containerd/log"
 	"github.com/containerd/typeurl/v2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -25,7 +22,7 @@ import (
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/oci"
 	"github.com/openhcs/runhcs/internal/shim/stdio"
-	"github.com/openhcs/runhcs/protocols/options"
+	"github.com/openhcs/runhcs/internal/shim/task"
 	"github.com/openhcs/runhcs/protocols/stats"
 )
 
@@ -33,32 +30,29 @@ import (
 const Version = "runhcs-shim-v1"
 
 // service is the task service of one shim, that is of one pod: every task in it.
+// It translates RPCs and keeps the table of tasks; the tasks and their processes own their
+// lifecycle (internal/shim/task), so the service never locks a process or sets its state.
 type service struct {
-	ctx       context.Context // lives as long as the shim
-	namespace string
-	host      hcsHost
-	layers    layerMounter
-	events    *eventQueue
-	shutdown  shutdown.Service
+	deps     task.Deps // given to every task: the shim's context, host, mounter, event sink
+	events   *eventQueue
+	shutdown shutdown.Service
 
 	mu       sync.Mutex
-	tasks    map[string]*task
+	tasks    map[string]*task.Task
 	creating map[string]struct{} // ids being created, reserved without holding mu across HCS calls
 }
 
 var _ taskapi.TTRPCTaskService = (*service)(nil)
 
-func newService(ctx context.Context, host hcsHost, lm layerMounter, publisher events.Publisher, sd shutdown.Service) *service {
+func newService(ctx context.Context, host task.Host, lm task.Mounter, publisher events.Publisher, sd shutdown.Service) *service {
 	ns, _ := namespaces.Namespace(ctx)
+	q := newEventQueue(ctx, publisher)
 	s := &service{
-		ctx:       ctx,
-		namespace: ns,
-		host:      host,
-		layers:    lm,
-		events:    newEventQueue(ctx, publisher),
-		shutdown:  sd,
-		tasks:     map[string]*task{},
-		creating:  map[string]struct{}{},
+		deps:     task.Deps{Ctx: ctx, Namespace: ns, Host: host, Mounter: lm, Events: q},
+		events:   q,
+		shutdown: sd,
+		tasks:    map[string]*task.Task{},
+		creating: map[string]struct{}{},
 	}
 	if sd != nil {
 		sd.RegisterCallback(func(context.Context) error {
@@ -69,7 +63,7 @@ func newService(ctx context.Context, host hcsHost, lm layerMounter, publisher ev
 	return s
 }
 
-func (s *service) get(id string) (*task, error) {
+func (s *service) get(id string) (*task.Task, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tasks[id]
@@ -79,12 +73,12 @@ func (s *service) get(id string) (*task, error) {
 	return t, nil
 }
 
-func (s *service) getProcess(id, execID string) (*task, *process, error) {
+func (s *service) getProcess(id, execID string) (*task.Task, *task.Process, error) {
 	t, err := s.get(id)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := t.process(execID)
+	p, err := t.Process(execID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -118,7 +112,7 @@ func (s *service) Create(ctx context.Context, req *taskapi.CreateTaskRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	s.events.send(runtime.TaskCreateEventTopic, &eventstypes.TaskCreate{
+	s.events.Send(runtime.TaskCreateEventTopic, &eventstypes.TaskCreate{
 		ContainerID: req.ID,
 		Bundle:      req.Bundle,
 		Rootfs:      req.Rootfs,
@@ -130,27 +124,14 @@ func (s *service) Create(ctx context.Context, req *taskapi.CreateTaskRequest) (*
 }
 
 func (s *service) Start(ctx context.Context, req *taskapi.StartRequest) (*taskapi.StartResponse, error) {
-	t, p, err := s.getProcess(req.ID, req.ExecID)
+	t, err := s.get(req.ID)
 	if err != nil {
 		return nil, err
 	}
-	pid, err := p.start(ctx)
+	pid, err := t.Start(ctx, req.ExecID)
 	if err != nil {
 		return nil, err
 	}
-	var beforeExit func(context.Context)
-	if req.ExecID == "" {
-		if err := recordInitPid(t.bundle, pid); err != nil {
-			// Only the delete action's report of the pid after a shim crash depends on it.
-			log.G(ctx).WithError(err).WithField("task", t.id).Warn("recording the init pid in the task state")
-		}
-		s.events.send(runtime.TaskStartEventTopic, &eventstypes.TaskStart{ContainerID: t.id, Pid: pid})
-		beforeExit = t.afterInitExit
-	} else {
-		s.events.send(runtime.TaskExecStartedEventTopic, &eventstypes.TaskExecStarted{ContainerID: t.id, ExecID: req.ExecID, Pid: pid})
-	}
-	// Watch only once the start event is queued, so a fast exit cannot overtake it.
-	go p.watch(log.WithLogger(s.ctx, p.logger(s.ctx)), beforeExit)
 	return &taskapi.StartResponse{Pid: pid}, nil
 }
 
@@ -159,86 +140,47 @@ func (s *service) State(ctx context.Context, req *taskapi.StateRequest) (*taskap
 	if err != nil {
 		return nil, err
 	}
-	st := p.status()
+	st, io := p.Status(), p.IO()
 	resp := &taskapi.StateResponse{
-		ID:         p.id(),
-		Bundle:     t.bundle,
-		Pid:        st.pid,
-		Status:     st.state.Status(),
-		Stdin:      p.io.Stdin,
-		Stdout:     p.io.Stdout,
-		Stderr:     p.io.Stderr,
-		Terminal:   p.io.Terminal,
-		ExitStatus: st.exitStatus,
+		ID:         p.ID(),
+		Bundle:     t.Bundle(),
+		Pid:        st.Pid,
+		Status:     st.Status,
+		Stdin:      io.Stdin,
+		Stdout:     io.Stdout,
+		Stderr:     io.Stderr,
+		Terminal:   io.Terminal,
+		ExitStatus: st.ExitStatus,
 		ExecID:     req.ExecID,
 	}
-	if !st.exitedAt.IsZero() {
-		resp.ExitedAt = timestamppb.New(st.exitedAt)
+	if !st.ExitedAt.IsZero() {
+		resp.ExitedAt = timestamppb.New(st.ExitedAt)
 	}
 	return resp, nil
 }
 
 func (s *service) Delete(ctx context.Context, req *taskapi.DeleteRequest) (*taskapi.DeleteResponse, error) {
-	t, p, err := s.getProcess(req.ID, req.ExecID)
+	t, err := s.get(req.ID)
 	if err != nil {
 		return nil, err
 	}
-	if req.ExecID != "" {
-		p.mu.Lock()
-		next, err := p.state.delete()
-		if err == nil {
-			p.state = next
-		}
-		p.mu.Unlock()
-		if err != nil {
-			return nil, fmt.Errorf("delete exec %q of task %s: %w", req.ExecID, t.id, err)
-		}
-		t.removeExec(req.ExecID)
-		st := p.status()
-		if st.exitedAt.IsZero() {
-			// Deleted without ever running.
-			st.exitedAt = time.Now()
-		}
-		return &taskapi.DeleteResponse{Pid: st.pid, ExitStatus: st.exitStatus, ExitedAt: timestamppb.New(st.exitedAt)}, nil
-	}
-
-	p.mu.Lock()
-	_, err = p.state.delete()
-	p.mu.Unlock()
+	st, err := t.Delete(ctx, req.ExecID)
 	if err != nil {
-		return nil, fmt.Errorf("delete task %s: %w", t.id, err)
+		return nil, err
 	}
-	for _, e := range t.execList() {
-		if _, ok := e.status().state.(stoppedState); !ok {
-			if _, ok := e.status().state.(createdState); !ok {
-				return nil, fmt.Errorf("delete task %s: exec %q is still %s: %w", t.id, e.execID, e.status().state, errdefs.ErrFailedPrecondition)
-			}
-		}
+	if req.ExecID == "" {
+		s.mu.Lock()
+		delete(s.tasks, t.ID())
+		s.mu.Unlock()
+		s.events.Send(runtime.TaskDeleteEventTopic, &eventstypes.TaskDelete{
+			ContainerID: t.ID(),
+			ID:          t.ID(),
+			Pid:         st.Pid,
+			ExitStatus:  st.ExitStatus,
+			ExitedAt:    timestamppb.New(st.ExitedAt),
+		})
 	}
-	if err := t.cleanup(ctx); err != nil {
-		return nil, fmt.Errorf("delete task %s: %w", t.id, err)
-	}
-	p.mu.Lock()
-	if next, err := p.state.delete(); err == nil {
-		p.state = next
-	}
-	st := processStatus{state: p.state, pid: p.pid, exitStatus: p.exitStatus, exitedAt: p.exitedAt}
-	p.mu.Unlock()
-	if st.exitedAt.IsZero() {
-		// Deleted without ever running (created, then deleted).
-		st.exitedAt = time.Now()
-	}
-	s.mu.Lock()
-	delete(s.tasks, t.id)
-	s.mu.Unlock()
-	s.events.send(runtime.TaskDeleteEventTopic, &eventstypes.TaskDelete{
-		ContainerID: t.id,
-		ID:          t.id,
-		Pid:         st.pid,
-		ExitStatus:  st.exitStatus,
-		ExitedAt:    timestamppb.New(st.exitedAt),
-	})
-	return &taskapi.DeleteResponse{Pid: st.pid, ExitStatus: st.exitStatus, ExitedAt: timestamppb.New(st.exitedAt)}, nil
+	return &taskapi.DeleteResponse{Pid: st.Pid, ExitStatus: st.ExitStatus, ExitedAt: timestamppb.New(st.ExitedAt)}, nil
 }
 
 func (s *service) Pids(ctx context.Context, req *taskapi.PidsRequest) (*taskapi.PidsResponse, error) {
@@ -246,91 +188,31 @@ func (s *service) Pids(ctx context.Context, req *taskapi.PidsRequest) (*taskapi.
 	if err != nil {
 		return nil, err
 	}
-	execOf := map[uint32]string{}
-	for _, e := range t.execList() {
-		if st := e.status(); st.pid != 0 {
-			execOf[st.pid] = e.execID
-		}
-	}
-	// Pids must answer quickly even when HCS is stuck: bound the query and fall back to the
-	// processes the shim itself started.
-	cctx, cancel := context.WithTimeout(ctx, quickTimeout)
-	defer cancel()
-	props, err := t.sys.Properties(cctx, schema2.PropertyTypeProcessList)
-	if err != nil {
-		log.G(ctx).WithError(err).WithField("task", t.id).Warn("process list from HCS unavailable; listing the shim's own processes")
-		var resp taskapi.PidsResponse
-		if pid := t.init.status().pid; pid != 0 {
-			resp.Processes = append(resp.Processes, &tasktypes.ProcessInfo{Pid: pid})
-		}
-		for pid := range execOf {
-			resp.Processes = append(resp.Processes, &tasktypes.ProcessInfo{Pid: pid})
-		}
-		return &resp, nil
-	}
-	var resp taskapi.PidsResponse
-	for _, d := range props.ProcessList {
-		details := &options.ProcessDetails{
-			ImageName:                    d.ImageName,
-			KernelTime_100Ns:             d.KernelTime100ns,
-			MemoryCommitBytes:            d.MemoryCommitBytes,
-			MemoryWorkingSetPrivateBytes: d.MemoryWorkingSetPrivateBytes,
-			MemoryWorkingSetSharedBytes:  d.MemoryWorkingSetSharedBytes,
-			ProcessId:                    d.ProcessId,
-			UserTime_100Ns:               d.UserTime100ns,
-			ExecId:                       execOf[d.ProcessId],
-		}
-		if !d.CreateTimestamp.IsZero() {
-			details.CreatedAt = timestamppb.New(d.CreateTimestamp)
-		}
-		info, err := typeurl.MarshalAnyToProto(details)
-		if err != nil {
-			return nil, fmt.Errorf("pids of %s: %w", t.id, err)
-		}
-		resp.Processes = append(resp.Processes, &tasktypes.ProcessInfo{Pid: d.ProcessId, Info: info})
-	}
-	return &resp, nil
-}
-
-func (s *service) Pause(ctx context.Context, req *taskapi.PauseRequest) (*emptypb.Empty, error) {
-	return s.pauseResume(ctx, req.ID, true)
-}
-
-func (s *service) Resume(ctx context.Context, req *taskapi.ResumeRequest) (*emptypb.Empty, error) {
-	return s.pauseResume(ctx, req.ID, false)
-}
-
-func (s *service) pauseResume(ctx context.Context, id string, pause bool) (*emptypb.Empty, error) {
-	t, err := s.get(id)
+	procs, err := t.Pids(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p := t.init
-	op, transition, call := "resume", procState.resume, t.sys.Resume
-	if pause {
-		op, transition, call = "pause", procState.pause, t.sys.Pause
-	}
-	p.mu.Lock()
-	from := p.state
-	next, err := transition(from)
-	p.mu.Unlock()
+	return &taskapi.PidsResponse{Processes: procs}, nil
+}
+
+func (s *service) Pause(ctx context.Context, req *taskapi.PauseRequest) (*emptypb.Empty, error) {
+	t, err := s.get(req.ID)
 	if err != nil {
-		return nil, fmt.Errorf("%s task %s: %w", op, id, err)
+		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, hcsCallTimeout)
-	defer cancel()
-	if err := call(cctx); err != nil {
-		return nil, fmt.Errorf("%s compute system %q: %w", op, id, err)
+	if err := t.Pause(ctx); err != nil {
+		return nil, err
 	}
-	p.mu.Lock()
-	if p.state == from {
-		p.state = next
+	return &emptypb.Empty{}, nil
+}
+
+func (s *service) Resume(ctx context.Context, req *taskapi.ResumeRequest) (*emptypb.Empty, error) {
+	t, err := s.get(req.ID)
+	if err != nil {
+		return nil, err
 	}
-	p.mu.Unlock()
-	if pause {
-		s.events.send(runtime.TaskPausedEventTopic, &eventstypes.TaskPaused{ContainerID: id})
-	} else {
-		s.events.send(runtime.TaskResumedEventTopic, &eventstypes.TaskResumed{ContainerID: id})
+	if err := t.Resume(ctx); err != nil {
+		return nil, err
 	}
 	return &emptypb.Empty{}, nil
 }
@@ -340,22 +222,11 @@ func (s *service) Checkpoint(ctx context.Context, req *taskapi.CheckpointTaskReq
 }
 
 func (s *service) Kill(ctx context.Context, req *taskapi.KillRequest) (*emptypb.Empty, error) {
-	t, p, err := s.getProcess(req.ID, req.ExecID)
+	t, err := s.get(req.ID)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := signalAction(req.Signal); err != nil {
-		return nil, fmt.Errorf("kill %s: %w", p.id(), err)
-	}
-	if req.All && req.ExecID == "" {
-		// Every exec first, then the init process.
-		for _, e := range t.execList() {
-			if err := e.kill(ctx, req.Signal); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsFailedPrecondition(err) {
-				return nil, err
-			}
-		}
-	}
-	if err := p.kill(ctx, req.Signal); err != nil {
+	if err := t.Kill(ctx, req.ExecID, req.Signal, req.All); err != nil {
 		return nil, err
 	}
 	return &emptypb.Empty{}, nil
@@ -377,10 +248,9 @@ func (s *service) Exec(ctx context.Context, req *taskapi.ExecProcessRequest) (*e
 	if _, err := oci.ProcessParameters(spec, oci.Stdio{}); err != nil {
 		return nil, fmt.Errorf("exec %q in task %s: %w", req.ExecID, req.ID, err)
 	}
-	if _, err := t.addExec(req.ExecID, spec, stdio.Config{Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, Terminal: req.Terminal}); err != nil {
+	if err := t.Exec(req.ExecID, spec, stdio.Config{Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, Terminal: req.Terminal}); err != nil {
 		return nil, err
 	}
-	s.events.send(runtime.TaskExecAddedEventTopic, &eventstypes.TaskExecAdded{ContainerID: req.ID, ExecID: req.ExecID})
 	return &emptypb.Empty{}, nil
 }
 
@@ -404,7 +274,7 @@ func (s *service) ResizePty(ctx context.Context, req *taskapi.ResizePtyRequest) 
 	if err != nil {
 		return nil, err
 	}
-	if err := p.resize(ctx, req.Width, req.Height); err != nil {
+	if err := p.Resize(ctx, req.Width, req.Height); err != nil {
 		return nil, err
 	}
 	return &emptypb.Empty{}, nil
@@ -416,7 +286,7 @@ func (s *service) CloseIO(ctx context.Context, req *taskapi.CloseIORequest) (*em
 		return nil, err
 	}
 	if req.Stdin {
-		if err := p.closeIO(ctx); err != nil {
+		if err := p.CloseStdin(); err != nil {
 			return nil, err
 		}
 	}
@@ -439,16 +309,8 @@ func (s *service) Update(ctx context.Context, req *taskapi.UpdateTaskRequest) (*
 	if !ok {
 		return nil, fmt.Errorf("update task %s: resources are %T, want Windows resources: %w", req.ID, v, errdefs.ErrInvalidArgument)
 	}
-	reqs, err := oci.UpdateRequests(res)
-	if err != nil {
-		return nil, fmt.Errorf("update task %s: %w", req.ID, err)
-	}
-	cctx, cancel := context.WithTimeout(ctx, hcsCallTimeout)
-	defer cancel()
-	for _, m := range reqs {
-		if err := t.sys.Modify(cctx, m); err != nil {
-			return nil, fmt.Errorf("update task %s: %s: %w", req.ID, m.ResourcePath, err)
-		}
+	if err := t.Update(ctx, res); err != nil {
+		return nil, err
 	}
 	return &emptypb.Empty{}, nil
 }
@@ -458,11 +320,11 @@ func (s *service) Wait(ctx context.Context, req *taskapi.WaitRequest) (*taskapi.
 	if err != nil {
 		return nil, err
 	}
-	st, err := p.wait(ctx)
+	st, err := p.Wait(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &taskapi.WaitResponse{ExitStatus: st.exitStatus, ExitedAt: timestamppb.New(st.exitedAt)}, nil
+	return &taskapi.WaitResponse{ExitStatus: st.ExitStatus, ExitedAt: timestamppb.New(st.ExitedAt)}, nil
 }
 
 func (s *service) Stats(ctx context.Context, req *taskapi.StatsRequest) (*taskapi.StatsResponse, error) {
@@ -470,16 +332,11 @@ func (s *service) Stats(ctx context.Context, req *taskapi.StatsRequest) (*taskap
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, hcsCallTimeout)
-	defer cancel()
-	props, err := t.sys.Properties(cctx, schema2.PropertyTypeStatistics)
+	st, err := t.Statistics(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("stats of task %s: %w", req.ID, err)
+		return nil, err
 	}
-	if props.Statistics == nil {
-		return nil, fmt.Errorf("stats of task %s: HCS returned no statistics: %w", req.ID, errdefs.ErrUnavailable)
-	}
-	a, err := typeurl.MarshalAnyToProto(toStats(props.Statistics))
+	a, err := typeurl.MarshalAnyToProto(toStats(st))
 	if err != nil {
 		return nil, err
 	}
@@ -526,7 +383,7 @@ func toStats(st *schema2.Statistics) *stats.Statistics {
 func (s *service) Connect(ctx context.Context, req *taskapi.ConnectRequest) (*taskapi.ConnectResponse, error) {
 	resp := &taskapi.ConnectResponse{ShimPid: uint32(os.Getpid()), Version: Version}
 	if t, err := s.get(req.ID); err == nil {
-		resp.TaskPid = t.init.status().pid
+		resp.TaskPid = t.Init().Status().Pid
 	}
 	return resp, nil
 }

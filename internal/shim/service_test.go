@@ -26,6 +26,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/shim/task"
 	"github.com/openhcs/runhcs/protocols/options"
 	"github.com/openhcs/runhcs/protocols/stats"
 )
@@ -61,10 +62,10 @@ func (h *harness) endTasks() {
 	defer cancel()
 	for _, tk := range tasks {
 		// Errors are expected here: a process that already exited cannot be killed.
-		_, _ = h.svc.Kill(ctx, &taskapi.KillRequest{ID: tk.id, Signal: 9, All: true})
-		for _, p := range append(tk.execList(), tk.init) {
-			if _, err := p.wait(ctx); err != nil {
-				h.t.Errorf("process %s of task %s did not end after kill --all: %v", p.id(), tk.id, err)
+		_, _ = h.svc.Kill(ctx, &taskapi.KillRequest{ID: tk.ID(), Signal: 9, All: true})
+		for _, p := range append(tk.Execs(), tk.Init()) {
+			if _, err := p.Wait(ctx); err != nil {
+				h.t.Errorf("process %s of task %s did not end after kill --all: %v", p.ID(), tk.ID(), err)
 			}
 		}
 	}
@@ -205,7 +206,7 @@ func TestRunToCompletion(t *testing.T) {
 	if h.layers.count() != 0 {
 		t.Error("layers left mounted")
 	}
-	if _, err := os.Stat(filepath.Join(req.Bundle, stateFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(req.Bundle, task.StateFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("state file left behind: %v", err)
 	}
 	h.waitEvents(4)
@@ -263,7 +264,7 @@ func TestCreateFailureLeavesNothing(t *testing.T) {
 			if h.host.system("c1") != nil {
 				t.Error("compute system left behind")
 			}
-			if _, err := os.Stat(filepath.Join(req.Bundle, stateFile)); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(filepath.Join(req.Bundle, task.StateFile)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("state left behind: %v", err)
 			}
 			if len(h.pub.topics()) != 0 {
@@ -523,9 +524,8 @@ func TestKillCreated(t *testing.T) {
 // TestSystemGone: when the compute system (or HCS) goes away, the running task is reported
 // as exited.
 func TestSystemGone(t *testing.T) {
-	defer func(d time.Duration) { processExitGrace = d }(processExitGrace)
-	processExitGrace = 50 * time.Millisecond
 	h := newHarness(t)
+	h.svc.deps.ExitGrace = 50 * time.Millisecond // before any task is created
 	h.createStart(h.bundle("c1", testSpec()))
 	sys := h.host.system("c1")
 	sys.exitOnce.Do(func() { close(sys.exited) })
@@ -618,7 +618,7 @@ func TestDeleteAction(t *testing.T) {
 	initPid := h.createStart(req).pid
 	ctx := context.Background()
 	for i, wantPid := range []uint32{initPid, 0} { // the second run finds no state left
-		pid, err := cleanupBundle(ctx, h.host, h.layers, "c1", req.Bundle)
+		pid, err := task.Cleanup(ctx, task.Deps{Host: h.host, Mounter: h.layers}, "c1", req.Bundle)
 		if err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}
@@ -628,7 +628,7 @@ func TestDeleteAction(t *testing.T) {
 		if h.host.system("c1") != nil || h.layers.count() != 0 {
 			t.Fatalf("run %d left the system or the mount", i)
 		}
-		if _, err := os.Stat(filepath.Join(req.Bundle, stateFile)); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(req.Bundle, task.StateFile)); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("run %d left the state", i)
 		}
 	}

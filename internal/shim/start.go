@@ -17,8 +17,9 @@ import (
 	"github.com/openhcs/runhcs/internal/oci"
 )
 
-// startShim starts or joins the pod's shim; tests replace it.
-var startShim = startOrJoin
+// startFunc starts or joins the pod's shim and returns its address: startOrJoin, or a stand-in
+// in tests. ttrpcAddress is containerd's $TTRPC_ADDRESS.
+type startFunc func(ctx context.Context, f startFlags, ttrpcAddress string) (string, error)
 
 // maxOptionsSize bounds what the start action reads from stdin.
 const maxOptionsSize = 10 << 20
@@ -36,7 +37,7 @@ const maxOptionsSize = 10 << 20
 // 2.x first tries the output as a protobuf BootstrapResult (which JSON never parses as), then
 // reads the same JSON, and calls containerd.task.v2.Task for version 2, v3 for version 3.
 // Nothing may go to stderr on success: containerd reads the combined output.
-func start(ctx context.Context, f startFlags, stdin io.Reader, stdout io.Writer) error {
+func start(ctx context.Context, f startFlags, stdin io.Reader, stdout io.Writer, startShim startFunc) error {
 	if f.namespace == "" {
 		return fmt.Errorf("-namespace is required: %w", errdefs.ErrInvalidArgument)
 	}

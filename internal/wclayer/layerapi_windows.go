@@ -13,8 +13,7 @@ import (
 // LayerAPI is every call this package makes into Microsoft's layer APIs on Windows, by layer
 // folder path. The default is hcsshim's (its root package's layer functions over vmcompute.dll,
 // and pkg/ociwclayer over the backup APIs) with go-winio's privilege calls; SetLayerAPI
-// replaces it in tests, as hcs.SetAPI replaces computecore, because none of it works outside
-// Windows (nor under Wine).
+// replaces it in tests, because none of it works outside Windows (nor under Wine).
 type LayerAPI interface {
 	// EnablePrivileges enables privileges for the whole process (winio.EnableProcessPrivileges).
 	EnablePrivileges(names []string) error

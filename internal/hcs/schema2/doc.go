@@ -10,7 +10,7 @@
 // this package emits names only what its author set.
 //
 // The package is a leaf: it imports only the standard library, so the emulator (internal/hcsemu),
-// the typed client (internal/hcs) and the translators above (internal/oci, internal/uvm) can all
+// the typed client (internal/hcs) and the translators above (internal/oci) can all
 // share it. Other packages may add fields or constants that are missing; they must never rename
 // one, since the names are the wire format.
 package schema2

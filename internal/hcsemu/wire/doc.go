@@ -1,9 +1,9 @@
-// Package wire is the protocol between the hcsemu daemon (internal/hcsemu) and its client (the
-// non-Windows computecore.API in internal/computecore).
+// Package wire is the protocol between the hcsemu daemon (internal/hcsemu) and its client
+// (internal/hcsemu/client), and the daemon's default address.
 //
-// It is a leaf package that imports nothing of this project's, not even internal/computecore
-// (whose client file imports it, so the reverse would be a cycle): HRESULTs and event types are
-// carried as their uint32 values of computecore.HRESULT and computecore.EventType.
+// It is the neutral leaf both sides import. Of this project's packages it imports only
+// internal/computecore, the bare HCS API surface (which imports nothing of the project's), for
+// the typed HRESULT and event type the frames carry.
 //
 // The transport is one unix stream socket per client process. Every message is a Frame: a 4-byte
 // big-endian length, then that many bytes of JSON. A client sends requests ({id, method, args});

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/openhcs/runhcs/internal/computecore"
 )
 
 // MaxFrameSize bounds one frame, so that a corrupt length cannot make a reader allocate without
@@ -50,14 +52,14 @@ const MethodAttachStdio = "AttachStdio"
 // ResultError document), Reply (method-specific, see the …Reply types) and FDs. An event has ID
 // 0 and Event.
 type Frame struct {
-	ID      uint64          `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Args    json.RawMessage `json:"args,omitempty"`
-	HResult uint32          `json:"hresult,omitempty"` // a computecore.HRESULT
-	Result  string          `json:"result,omitempty"`
-	Reply   json.RawMessage `json:"reply,omitempty"`
-	FDs     int             `json:"fds,omitempty"`
-	Event   *Event          `json:"event,omitempty"`
+	ID      uint64              `json:"id,omitempty"`
+	Method  string              `json:"method,omitempty"`
+	Args    json.RawMessage     `json:"args,omitempty"`
+	HResult computecore.HRESULT `json:"hresult,omitempty"`
+	Result  string              `json:"result,omitempty"`
+	Reply   json.RawMessage     `json:"reply,omitempty"`
+	FDs     int                 `json:"fds,omitempty"`
+	Event   *Event              `json:"event,omitempty"`
 }
 
 // SystemRef names a compute system on the wire. Instance 0 matches any instance (used by Open).
@@ -158,10 +160,10 @@ type CancelArgs struct {
 // Data is a schema2.SystemExitStatus; for computecore.EventProcessExited, Data is a
 // schema2.ProcessExitedEventData.
 type Event struct {
-	Type   uint32    `json:"type"` // a computecore.EventType
-	System SystemRef `json:"system"`
-	PID    uint32    `json:"pid,omitempty"`
-	Data   string    `json:"data,omitempty"`
+	Type   computecore.EventType `json:"type"`
+	System SystemRef             `json:"system"`
+	PID    uint32                `json:"pid,omitempty"`
+	Data   string                `json:"data,omitempty"`
 }
 
 // NewRequest builds a request frame, encoding args.

@@ -28,9 +28,9 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
 
-	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	emuclient "github.com/openhcs/runhcs/internal/hcsemu/client"
 )
 
 // TaskRun describes a container StartTask creates and leaves running.
@@ -326,22 +326,15 @@ func (e *Env) ShimPids(id string) []int {
 	return pids
 }
 
-// emulatorMu serialises ComputeSystems: package hcs has one API at a time.
-var emulatorMu sync.Mutex
-
 // ComputeSystems lists the compute systems hcsemu of this environment holds, through
 // internal/hcs over a connection of its own.
 func (e *Env) ComputeSystems(ctx context.Context) ([]schema2.Properties, error) {
-	emulatorMu.Lock()
-	defer emulatorMu.Unlock()
-	api, err := computecore.DialEmulator(e.HCSEmuAddress)
+	api, err := emuclient.DialHCS(e.HCSEmuAddress)
 	if err != nil {
 		return nil, err
 	}
 	defer api.Close()
-	hcs.SetAPI(api)
-	defer hcs.SetAPI(nil)
-	return hcs.EnumerateComputeSystems(ctx, nil)
+	return hcs.NewClient(api).EnumerateComputeSystems(ctx, nil)
 }
 
 // MountsUnder lists the mount points (this process's mount namespace, /proc/self/mountinfo)

@@ -1,6 +1,8 @@
 //go:build unix
 
-package computecore
+package client
+
+import "github.com/openhcs/runhcs/internal/computecore"
 
 // emuObject is the client's side of one handle on a compute system (R = wire.SystemRef) or a
 // process (R = wire.ProcessRef): what the daemon confirmed, its exit, and the callback.
@@ -9,11 +11,11 @@ type emuObject[R comparable] struct {
 	ready     bool // the daemon confirmed the create or open
 	exited    chan struct{}
 	exitDoc   string
-	exitEvent EventType // EventSystemExited or EventProcessExited
+	exitEvent computecore.EventType // EventSystemExited or EventProcessExited
 	n         notifier
 }
 
-func newEmuObject[R comparable](ref R, exitEvent EventType) *emuObject[R] {
+func newEmuObject[R comparable](ref R, exitEvent computecore.EventType) *emuObject[R] {
 	return &emuObject[R]{ref: ref, exited: make(chan struct{}), exitEvent: exitEvent}
 }
 
@@ -26,7 +28,7 @@ func (o *emuObject[R]) exit(doc string) {
 	}
 	o.exitDoc = doc
 	close(o.exited)
-	o.n.push(Event{Type: o.exitEvent, EventData: doc})
+	o.n.push(computecore.Event{Type: o.exitEvent, EventData: doc})
 }
 
 // handles is one kind of handle (systems or processes): the objects by handle, and the
@@ -81,21 +83,21 @@ func (t *handles[H, R]) disconnect(doc string) {
 		if o.ready {
 			o.exit(doc)
 		}
-		o.n.push(Event{Type: EventServiceDisconnect})
+		o.n.push(computecore.Event{Type: computecore.EventServiceDisconnect})
 	}
 }
 
 // lookup returns h's object for a call to the daemon: E_HANDLE for an unknown handle,
 // HCS_E_SERVICE_DISCONNECT once the daemon is gone, notReady for one it has not confirmed.
-func lookup[H ~uintptr, R comparable](c *EmulatorClient, t *handles[H, R], h H, notReady HRESULT) (*emuObject[R], error) {
+func lookup[H ~uintptr, R comparable](c *HCS, t *handles[H, R], h H, notReady computecore.HRESULT) (*emuObject[R], error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	o, ok := t.objs[h]
 	if !ok {
-		return nil, E_HANDLE
+		return nil, computecore.E_HANDLE
 	}
 	if c.disconnected {
-		return nil, HCS_E_SERVICE_DISCONNECT
+		return nil, computecore.HCS_E_SERVICE_DISCONNECT
 	}
 	if !o.ready {
 		return nil, notReady
@@ -106,7 +108,7 @@ func lookup[H ~uintptr, R comparable](c *EmulatorClient, t *handles[H, R], h H, 
 // closeHandle forgets h and stops its callbacks. It returns the object and whether the daemon
 // holds the handle too (confirmed, and the connection is up), so that the caller releases it
 // there.
-func closeHandle[H ~uintptr, R comparable](c *EmulatorClient, t *handles[H, R], h H) (*emuObject[R], bool) {
+func closeHandle[H ~uintptr, R comparable](c *HCS, t *handles[H, R], h H) (*emuObject[R], bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	o, ok := t.remove(h)
@@ -118,12 +120,12 @@ func closeHandle[H ~uintptr, R comparable](c *EmulatorClient, t *handles[H, R], 
 }
 
 // waitExit waits for h's object to exit, up to timeoutMs, and returns its exit document.
-func waitExit[H ~uintptr, R comparable](c *EmulatorClient, t *handles[H, R], h H, timeoutMs uint32) (string, error) {
+func waitExit[H ~uintptr, R comparable](c *HCS, t *handles[H, R], h H, timeoutMs uint32) (string, error) {
 	c.mu.Lock()
 	o, ok := t.objs[h]
 	c.mu.Unlock()
 	if !ok {
-		return "", E_HANDLE
+		return "", computecore.E_HANDLE
 	}
 	if err := waitTimeout(o.exited, timeoutMs); err != nil {
 		return "", err
@@ -134,21 +136,21 @@ func waitExit[H ~uintptr, R comparable](c *EmulatorClient, t *handles[H, R], h H
 // setCallback sets h's callback. If the object has already exited, the callback gets the exit
 // event at once (and EventServiceDisconnect if the daemon has gone), so that a caller
 // registering late never waits for an event that came before it.
-func setCallback[H ~uintptr, R comparable](c *EmulatorClient, t *handles[H, R], h H, context uintptr, callback EventCallback) error {
+func setCallback[H ~uintptr, R comparable](c *HCS, t *handles[H, R], h H, context uintptr, callback computecore.EventCallback) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	o, ok := t.objs[h]
 	if !ok {
-		return E_HANDLE
+		return computecore.E_HANDLE
 	}
 	o.n.set(callback, context)
 	select {
 	case <-o.exited:
-		o.n.push(Event{Type: o.exitEvent, EventData: o.exitDoc})
+		o.n.push(computecore.Event{Type: o.exitEvent, EventData: o.exitDoc})
 	default:
 	}
 	if c.disconnected {
-		o.n.push(Event{Type: EventServiceDisconnect})
+		o.n.push(computecore.Event{Type: computecore.EventServiceDisconnect})
 	}
 	return nil
 }

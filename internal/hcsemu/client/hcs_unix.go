@@ -1,6 +1,6 @@
 //go:build unix
 
-package computecore
+package client
 
 import (
 	"encoding/json"
@@ -15,24 +15,26 @@ import (
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 
+	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
-// New returns a client of the hcsemu daemon at $HCSEMU_ADDRESS, or at DefaultAddress.
-func New() (API, error) {
-	addr := os.Getenv(AddressEnv)
+// NewHCS returns a client of the hcsemu daemon at $HCSEMU_ADDRESS (wire.AddressEnv), or at
+// wire.DefaultAddress.
+func NewHCS() (*HCS, error) {
+	addr := os.Getenv(wire.AddressEnv)
 	if addr == "" {
-		addr = DefaultAddress
+		addr = wire.DefaultAddress
 	}
-	return DialEmulator(addr)
+	return DialHCS(addr)
 }
 
-// EmulatorClient is the computecore.API of the hcsemu daemon: one connection, many concurrent
+// HCS is the computecore.API of the hcsemu daemon: one connection, many concurrent
 // calls. Handles are keys of its tables; operations are completed here when the daemon answers.
 // When the connection drops, every open system and process is reported exited (then
 // EventServiceDisconnect), pending operations fail with HCS_E_SERVICE_DISCONNECT, and so does
 // every later call: nothing waits for a daemon that is gone.
-type EmulatorClient struct {
+type HCS struct {
 	addr  string
 	conn  *wire.Conn
 	reqID atomic.Uint64
@@ -42,9 +44,9 @@ type EmulatorClient struct {
 	disconnected bool
 	pending      map[uint64]*call
 	nextHandle   uintptr
-	ops          map[Operation]*emuOp
-	systems      handles[System, wire.SystemRef]
-	procs        handles[Process, wire.ProcessRef]
+	ops          map[computecore.Operation]*emuOp
+	systems      handles[computecore.System, wire.SystemRef]
+	procs        handles[computecore.Process, wire.ProcessRef]
 	// Events that arrived before the response that tells this client the instance or pid they
 	// concern (the daemon may queue an exit before a create/open reply). Bounded.
 	orphans     map[orphanKey]string
@@ -58,22 +60,22 @@ type orphanKey struct {
 
 const maxOrphans = 1024
 
-var _ API = (*EmulatorClient)(nil)
+var _ computecore.API = (*HCS)(nil)
 
-// DialEmulator connects to the hcsemu daemon at addr.
-func DialEmulator(addr string) (*EmulatorClient, error) {
+// DialHCS connects to the hcsemu daemon at addr.
+func DialHCS(addr string) (*HCS, error) {
 	uc, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: addr, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("the HCS emulator is not running at %s: start it with `hcsemu --address %s`: %w: %w",
-			addr, addr, HCS_E_SERVICE_NOT_AVAILABLE, err)
+			addr, addr, computecore.HCS_E_SERVICE_NOT_AVAILABLE, err)
 	}
-	c := &EmulatorClient{
+	c := &HCS{
 		addr:    addr,
 		conn:    wire.NewConn(uc),
 		pending: map[uint64]*call{},
-		ops:     map[Operation]*emuOp{},
-		systems: newHandles[System, wire.SystemRef](),
-		procs:   newHandles[Process, wire.ProcessRef](),
+		ops:     map[computecore.Operation]*emuOp{},
+		systems: newHandles[computecore.System, wire.SystemRef](),
+		procs:   newHandles[computecore.Process, wire.ProcessRef](),
 		orphans: map[orphanKey]string{},
 	}
 	go c.readLoop()
@@ -81,11 +83,11 @@ func DialEmulator(addr string) (*EmulatorClient, error) {
 }
 
 // Address is the socket this client is connected to.
-func (c *EmulatorClient) Address() string { return c.addr }
+func (c *HCS) Address() string { return c.addr }
 
 // Close drops the connection, as if the daemon had gone: every open handle sees its system or
 // process exit. Systems keep running in the daemon.
-func (c *EmulatorClient) Close() error {
+func (c *HCS) Close() error {
 	return c.conn.Close()
 }
 
@@ -97,12 +99,12 @@ type call struct {
 }
 
 // errorFrame is the response a call gets when the daemon cannot answer.
-func errorFrame(hr HRESULT, msg string) *wire.Frame {
-	return &wire.Frame{HResult: uint32(hr), Result: resultErrorDoc(hr, msg)}
+func errorFrame(hr computecore.HRESULT, msg string) *wire.Frame {
+	return &wire.Frame{HResult: hr, Result: resultErrorDoc(hr, msg)}
 }
 
 // resultErrorDoc is HCS's ResultError document.
-func resultErrorDoc(hr HRESULT, msg string) string {
+func resultErrorDoc(hr computecore.HRESULT, msg string) string {
 	b, _ := json.Marshal(struct {
 		Error        int32
 		ErrorMessage string
@@ -113,16 +115,16 @@ func resultErrorDoc(hr HRESULT, msg string) string {
 
 // start sends a request; complete is called exactly once, with the response or with an
 // HCS_E_SERVICE_DISCONNECT frame. It returns the request id.
-func (c *EmulatorClient) start(method string, args any, complete func(f *wire.Frame, fds []int)) (uint64, error) {
+func (c *HCS) start(method string, args any, complete func(f *wire.Frame, fds []int)) (uint64, error) {
 	id := c.reqID.Add(1)
 	f, err := wire.NewRequest(id, method, args)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", E_INVALIDARG, err)
+		return 0, fmt.Errorf("%w: %w", computecore.E_INVALIDARG, err)
 	}
 	c.mu.Lock()
 	if c.disconnected {
 		c.mu.Unlock()
-		return 0, HCS_E_SERVICE_DISCONNECT
+		return 0, computecore.HCS_E_SERVICE_DISCONNECT
 	}
 	c.pending[id] = &call{method: method, complete: complete}
 	c.mu.Unlock()
@@ -137,7 +139,7 @@ func (c *EmulatorClient) start(method string, args any, complete func(f *wire.Fr
 
 // roundTrip sends a request and waits for its response. before runs on the reader goroutine
 // (see call); it may be nil.
-func (c *EmulatorClient) roundTrip(method string, args any, before func(f *wire.Frame, fds []int)) (*wire.Frame, error) {
+func (c *HCS) roundTrip(method string, args any, before func(f *wire.Frame, fds []int)) (*wire.Frame, error) {
 	done := make(chan *wire.Frame, 1)
 	_, err := c.start(method, args, func(f *wire.Frame, fds []int) {
 		if before != nil {
@@ -152,7 +154,7 @@ func (c *EmulatorClient) roundTrip(method string, args any, before func(f *wire.
 	}
 	f := <-done
 	if f.HResult != 0 {
-		return f, HRESULT(f.HResult)
+		return f, f.HResult
 	}
 	return f, nil
 }
@@ -163,7 +165,7 @@ func closeFDs(fds []int) {
 	}
 }
 
-func (c *EmulatorClient) readLoop() {
+func (c *HCS) readLoop() {
 	for {
 		f, fds, err := c.conn.Receive()
 		if err != nil {
@@ -190,7 +192,7 @@ func (c *EmulatorClient) readLoop() {
 
 // disconnect fails every pending call and reports every open system and process exited, then
 // EventServiceDisconnect, as computecore.dll does when vmcompute goes away.
-func (c *EmulatorClient) disconnect(cause error) {
+func (c *HCS) disconnect(cause error) {
 	c.conn.Close()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -202,30 +204,30 @@ func (c *EmulatorClient) disconnect(cause error) {
 	msg := fmt.Sprintf("the connection to the HCS emulator at %s was lost: %v", c.addr, cause)
 	for id, cl := range c.pending {
 		delete(c.pending, id)
-		cl.complete(errorFrame(HCS_E_SERVICE_DISCONNECT, msg), nil)
+		cl.complete(errorFrame(computecore.HCS_E_SERVICE_DISCONNECT, msg), nil)
 	}
-	hr := HCS_E_SERVICE_DISCONNECT
+	hr := computecore.HCS_E_SERVICE_DISCONNECT
 	status := int32(hr)
 	c.systems.disconnect(fmt.Sprintf(`{"Status":%d,"ExitType":"UnexpectedExit"}`, status))
 	c.procs.disconnect(fmt.Sprintf(`{"Status":%d,"ExitCode":4294967295}`, status))
 }
 
-func (c *EmulatorClient) onEvent(ev *wire.Event) {
-	switch EventType(ev.Type) {
-	case EventSystemExited:
+func (c *HCS) onEvent(ev *wire.Event) {
+	switch ev.Type {
+	case computecore.EventSystemExited:
 		if !c.systems.exitAll(ev.System, ev.Data) {
 			c.addOrphan(orphanKey{ref: ev.System}, ev.Data)
 		}
-	case EventProcessExited:
+	case computecore.EventProcessExited:
 		if !c.procs.exitAll(wire.ProcessRef{System: ev.System, PID: ev.PID}, ev.Data) {
 			c.addOrphan(orphanKey{ref: ev.System, pid: ev.PID}, ev.Data)
 		}
 	default:
-		log.L.WithField("event", EventType(ev.Type).String()).Debug("hcsemu: ignoring event")
+		log.L.WithField("event", ev.Type.String()).Debug("hcsemu: ignoring event")
 	}
 }
 
-func (c *EmulatorClient) addOrphan(k orphanKey, data string) {
+func (c *HCS) addOrphan(k orphanKey, data string) {
 	if _, ok := c.orphans[k]; !ok {
 		c.orphanOrder = append(c.orphanOrder, k)
 	}
@@ -237,7 +239,7 @@ func (c *EmulatorClient) addOrphan(k orphanKey, data string) {
 }
 
 // takeOrphan returns (and forgets) an event that arrived before its handle was known.
-func (c *EmulatorClient) takeOrphan(k orphanKey) (string, bool) {
+func (c *HCS) takeOrphan(k orphanKey) (string, bool) {
 	d, ok := c.orphans[k]
 	if ok {
 		delete(c.orphans, k)
@@ -245,7 +247,7 @@ func (c *EmulatorClient) takeOrphan(k orphanKey) (string, bool) {
 	return d, ok
 }
 
-func (c *EmulatorClient) newHandle() uintptr {
+func (c *HCS) newHandle() uintptr {
 	c.nextHandle++
 	return c.nextHandle
 }
@@ -253,14 +255,14 @@ func (c *EmulatorClient) newHandle() uintptr {
 // notifier delivers a handle's events to its callback from one goroutine at a time, in order.
 type notifier struct {
 	mu      sync.Mutex
-	cb      EventCallback
+	cb      computecore.EventCallback
 	ctx     uintptr
-	queue   []Event
+	queue   []computecore.Event
 	running bool
 	closed  bool
 }
 
-func (n *notifier) push(ev Event) {
+func (n *notifier) push(ev computecore.Event) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cb == nil || n.closed {
@@ -290,7 +292,7 @@ func (n *notifier) run() {
 	}
 }
 
-func (n *notifier) set(cb EventCallback, ctx uintptr) {
+func (n *notifier) set(cb computecore.EventCallback, ctx uintptr) {
 	n.mu.Lock()
 	n.cb, n.ctx = cb, ctx
 	n.mu.Unlock()
@@ -307,32 +309,32 @@ func (n *notifier) close() {
 type emuOp struct {
 	id      uint64
 	ctx     uintptr
-	cb      EventCallback
-	typ     OperationType
+	cb      computecore.EventCallback
+	typ     computecore.OperationType
 	started bool
 	closed  bool
 	reqID   uint64
 	done    chan struct{}
 	result  string
 	err     error
-	sys     System
-	proc    Process
-	pinfo   ProcessInformation
+	sys     computecore.System
+	proc    computecore.Process
+	pinfo   computecore.ProcessInformation
 	fds     []int // descriptors in pinfo, until handed out
 	handed  bool
 }
 
 // CreateOperation implements API.
-func (c *EmulatorClient) CreateOperation(context uintptr, callback EventCallback) (Operation, error) {
+func (c *HCS) CreateOperation(context uintptr, callback computecore.EventCallback) (computecore.Operation, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h := Operation(c.newHandle())
-	c.ops[h] = &emuOp{id: c.opID.Add(1), ctx: context, cb: callback, typ: OperationTypeNone, done: make(chan struct{})}
+	h := computecore.Operation(c.newHandle())
+	c.ops[h] = &emuOp{id: c.opID.Add(1), ctx: context, cb: callback, typ: computecore.OperationTypeNone, done: make(chan struct{})}
 	return h, nil
 }
 
 // CloseOperation implements API. Descriptors of a process never handed out are closed.
-func (c *EmulatorClient) CloseOperation(op Operation) {
+func (c *HCS) CloseOperation(op computecore.Operation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	o, ok := c.ops[op]
@@ -347,14 +349,14 @@ func (c *EmulatorClient) CloseOperation(op Operation) {
 	}
 }
 
-func (c *EmulatorClient) op(op Operation) *emuOp {
+func (c *HCS) op(op computecore.Operation) *emuOp {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ops[op]
 }
 
 // GetOperationContext implements API.
-func (c *EmulatorClient) GetOperationContext(op Operation) uintptr {
+func (c *HCS) GetOperationContext(op computecore.Operation) uintptr {
 	if o := c.op(op); o != nil {
 		return o.ctx
 	}
@@ -362,19 +364,19 @@ func (c *EmulatorClient) GetOperationContext(op Operation) uintptr {
 }
 
 // SetOperationContext implements API.
-func (c *EmulatorClient) SetOperationContext(op Operation, context uintptr) error {
+func (c *HCS) SetOperationContext(op computecore.Operation, context uintptr) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	o, ok := c.ops[op]
 	if !ok {
-		return E_HANDLE
+		return computecore.E_HANDLE
 	}
 	o.ctx = context
 	return nil
 }
 
 // GetComputeSystemFromOperation implements API.
-func (c *EmulatorClient) GetComputeSystemFromOperation(op Operation) System {
+func (c *HCS) GetComputeSystemFromOperation(op computecore.Operation) computecore.System {
 	if o := c.op(op); o != nil {
 		return o.sys
 	}
@@ -382,7 +384,7 @@ func (c *EmulatorClient) GetComputeSystemFromOperation(op Operation) System {
 }
 
 // GetProcessFromOperation implements API.
-func (c *EmulatorClient) GetProcessFromOperation(op Operation) Process {
+func (c *HCS) GetProcessFromOperation(op computecore.Operation) computecore.Process {
 	if o := c.op(op); o != nil {
 		return o.proc
 	}
@@ -390,17 +392,17 @@ func (c *EmulatorClient) GetProcessFromOperation(op Operation) Process {
 }
 
 // GetOperationType implements API.
-func (c *EmulatorClient) GetOperationType(op Operation) OperationType {
+func (c *HCS) GetOperationType(op computecore.Operation) computecore.OperationType {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if o := c.ops[op]; o != nil {
 		return o.typ
 	}
-	return OperationTypeNone
+	return computecore.OperationTypeNone
 }
 
 // GetOperationId implements API.
-func (c *EmulatorClient) GetOperationId(op Operation) uint64 {
+func (c *HCS) GetOperationId(op computecore.Operation) uint64 {
 	if o := c.op(op); o != nil {
 		return o.id
 	}
@@ -408,18 +410,18 @@ func (c *EmulatorClient) GetOperationId(op Operation) uint64 {
 }
 
 // GetOperationResult implements API.
-func (c *EmulatorClient) GetOperationResult(op Operation) (string, error) {
+func (c *HCS) GetOperationResult(op computecore.Operation) (string, error) {
 	_, doc, err := c.operationResult(op, false)
 	return doc, err
 }
 
 // GetOperationResultAndProcessInfo implements API.
-func (c *EmulatorClient) GetOperationResultAndProcessInfo(op Operation) (ProcessInformation, string, error) {
+func (c *HCS) GetOperationResultAndProcessInfo(op computecore.Operation) (computecore.ProcessInformation, string, error) {
 	return c.operationResult(op, true)
 }
 
 // WaitForOperationResult implements API.
-func (c *EmulatorClient) WaitForOperationResult(op Operation, timeoutMs uint32) (string, error) {
+func (c *HCS) WaitForOperationResult(op computecore.Operation, timeoutMs uint32) (string, error) {
 	if err := c.waitOp(op, timeoutMs); err != nil {
 		return "", err
 	}
@@ -428,30 +430,30 @@ func (c *EmulatorClient) WaitForOperationResult(op Operation, timeoutMs uint32) 
 }
 
 // WaitForOperationResultAndProcessInfo implements API.
-func (c *EmulatorClient) WaitForOperationResultAndProcessInfo(op Operation, timeoutMs uint32) (ProcessInformation, string, error) {
+func (c *HCS) WaitForOperationResultAndProcessInfo(op computecore.Operation, timeoutMs uint32) (computecore.ProcessInformation, string, error) {
 	if err := c.waitOp(op, timeoutMs); err != nil {
-		return ProcessInformation{}, "", err
+		return computecore.ProcessInformation{}, "", err
 	}
 	return c.operationResult(op, true)
 }
 
-func (c *EmulatorClient) waitOp(op Operation, timeoutMs uint32) error {
+func (c *HCS) waitOp(op computecore.Operation, timeoutMs uint32) error {
 	o := c.op(op)
 	if o == nil {
-		return E_HANDLE
+		return computecore.E_HANDLE
 	}
 	c.mu.Lock()
 	started := o.started
 	c.mu.Unlock()
 	if !started {
-		return HCS_E_OPERATION_NOT_STARTED
+		return computecore.HCS_E_OPERATION_NOT_STARTED
 	}
 	return waitTimeout(o.done, timeoutMs)
 }
 
 // waitTimeout waits for ch, returning E_WAIT_TIMEOUT after timeoutMs (never with Infinite).
 func waitTimeout(ch <-chan struct{}, timeoutMs uint32) error {
-	if timeoutMs == Infinite {
+	if timeoutMs == computecore.Infinite {
 		<-ch
 		return nil
 	}
@@ -461,26 +463,26 @@ func waitTimeout(ch <-chan struct{}, timeoutMs uint32) error {
 	case <-ch:
 		return nil
 	case <-t.C:
-		return E_WAIT_TIMEOUT
+		return computecore.E_WAIT_TIMEOUT
 	}
 }
 
-func (c *EmulatorClient) operationResult(op Operation, withInfo bool) (ProcessInformation, string, error) {
+func (c *HCS) operationResult(op computecore.Operation, withInfo bool) (computecore.ProcessInformation, string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	o, ok := c.ops[op]
 	if !ok {
-		return ProcessInformation{}, "", E_HANDLE
+		return computecore.ProcessInformation{}, "", computecore.E_HANDLE
 	}
 	if !o.started {
-		return ProcessInformation{}, "", HCS_E_OPERATION_NOT_STARTED
+		return computecore.ProcessInformation{}, "", computecore.HCS_E_OPERATION_NOT_STARTED
 	}
 	select {
 	case <-o.done:
 	default:
-		return ProcessInformation{}, "", HCS_E_OPERATION_PENDING
+		return computecore.ProcessInformation{}, "", computecore.HCS_E_OPERATION_PENDING
 	}
-	var pi ProcessInformation
+	var pi computecore.ProcessInformation
 	if withInfo {
 		pi = o.pinfo
 		if o.handed {
@@ -495,16 +497,16 @@ func (c *EmulatorClient) operationResult(op Operation, withInfo bool) (ProcessIn
 
 // CancelOperation implements API: the daemon cancels the request, which then completes (with
 // the cancellation, unless it finished first).
-func (c *EmulatorClient) CancelOperation(op Operation) error {
+func (c *HCS) CancelOperation(op computecore.Operation) error {
 	c.mu.Lock()
 	o, ok := c.ops[op]
 	if !ok {
 		c.mu.Unlock()
-		return E_HANDLE
+		return computecore.E_HANDLE
 	}
 	if !o.started {
 		c.mu.Unlock()
-		return HCS_E_OPERATION_NOT_STARTED
+		return computecore.HCS_E_OPERATION_NOT_STARTED
 	}
 	req := o.reqID
 	c.mu.Unlock()
@@ -519,16 +521,16 @@ func (c *EmulatorClient) CancelOperation(op Operation) error {
 
 // beginOp claims an operation for a call; it fails if the operation is unknown or already used.
 // c.mu must be held.
-func (c *EmulatorClient) beginOp(op Operation, typ OperationType) (*emuOp, error) {
+func (c *HCS) beginOp(op computecore.Operation, typ computecore.OperationType) (*emuOp, error) {
 	o, ok := c.ops[op]
 	if !ok {
-		return nil, E_HANDLE
+		return nil, computecore.E_HANDLE
 	}
 	if o.started {
-		return nil, HCS_E_OPERATION_ALREADY_STARTED
+		return nil, computecore.HCS_E_OPERATION_ALREADY_STARTED
 	}
 	if c.disconnected {
-		return nil, HCS_E_SERVICE_DISCONNECT
+		return nil, computecore.HCS_E_SERVICE_DISCONNECT
 	}
 	o.started = true
 	o.typ = typ
@@ -536,20 +538,20 @@ func (c *EmulatorClient) beginOp(op Operation, typ OperationType) (*emuOp, error
 }
 
 // finish completes an operation with a response; c.mu is held (reader goroutine).
-func (c *EmulatorClient) finish(o *emuOp, f *wire.Frame) {
+func (c *HCS) finish(o *emuOp, f *wire.Frame) {
 	o.result = f.Result
 	if f.HResult != 0 {
-		o.err = HRESULT(f.HResult)
+		o.err = f.HResult
 	}
 	close(o.done)
 	if o.cb != nil && !o.closed {
 		cb, ctx, h := o.cb, o.ctx, o.id
-		go cb(Event{Type: EventOperationCallback, Operation: Operation(h)}, ctx)
+		go cb(computecore.Event{Type: computecore.EventOperationCallback, Operation: computecore.Operation(h)}, ctx)
 	}
 }
 
 // asyncOp runs method for op; onResponse (may be nil) runs before the operation completes.
-func (c *EmulatorClient) asyncOp(op Operation, typ OperationType, method string, args any, onResponse func(o *emuOp, f *wire.Frame, fds []int)) error {
+func (c *HCS) asyncOp(op computecore.Operation, typ computecore.OperationType, method string, args any, onResponse func(o *emuOp, f *wire.Frame, fds []int)) error {
 	c.mu.Lock()
 	o, err := c.beginOp(op, typ)
 	c.mu.Unlock()
@@ -581,7 +583,7 @@ func (c *EmulatorClient) asyncOp(op Operation, typ OperationType, method string,
 type emuSystem = emuObject[wire.SystemRef]
 
 // registerSystem indexes a confirmed system handle and applies an exit seen before it; c.mu held.
-func (c *EmulatorClient) registerSystem(h System, s *emuSystem, r wire.SystemReply) {
+func (c *HCS) registerSystem(h computecore.System, s *emuSystem, r wire.SystemReply) {
 	s.ref.Instance = r.Instance
 	c.systems.confirm(h, s)
 	if d, ok := c.takeOrphan(orphanKey{ref: s.ref}); ok {
@@ -593,22 +595,22 @@ func (c *EmulatorClient) registerSystem(h System, s *emuSystem, r wire.SystemRep
 
 // system looks up a handle for a call; a create that failed or has not finished has no system
 // behind it in HCS.
-func (c *EmulatorClient) system(cs System) (*emuSystem, error) {
-	return lookup(c, &c.systems, cs, HCS_E_SYSTEM_NOT_FOUND)
+func (c *HCS) system(cs computecore.System) (*emuSystem, error) {
+	return lookup(c, &c.systems, cs, computecore.HCS_E_SYSTEM_NOT_FOUND)
 }
 
 // CreateComputeSystem implements API. The handle is returned at once; the operation says
 // whether the daemon created the system.
-func (c *EmulatorClient) CreateComputeSystem(id string, configuration string, op Operation, _ uintptr) (System, error) {
+func (c *HCS) CreateComputeSystem(id string, configuration string, op computecore.Operation, _ uintptr) (computecore.System, error) {
 	c.mu.Lock()
-	h := System(c.newHandle())
-	s := newEmuObject(wire.SystemRef{ID: id}, EventSystemExited)
+	h := computecore.System(c.newHandle())
+	s := newEmuObject(wire.SystemRef{ID: id}, computecore.EventSystemExited)
 	c.systems.objs[h] = s
 	if o := c.ops[op]; o != nil {
 		o.sys = h
 	}
 	c.mu.Unlock()
-	err := c.asyncOp(op, OperationTypeCreate, wire.MethodCreateComputeSystem,
+	err := c.asyncOp(op, computecore.OperationTypeCreate, wire.MethodCreateComputeSystem,
 		wire.CreateSystemArgs{ID: id, Configuration: configuration},
 		func(_ *emuOp, f *wire.Frame, fds []int) {
 			closeFDs(fds)
@@ -617,7 +619,7 @@ func (c *EmulatorClient) CreateComputeSystem(id string, configuration string, op
 				return
 			}
 			if err := f.DecodeReply(&r); err != nil {
-				*f = *errorFrame(HCS_E_PROTOCOL_ERROR, err.Error())
+				*f = *errorFrame(computecore.HCS_E_PROTOCOL_ERROR, err.Error())
 				return
 			}
 			if _, ok := c.systems.objs[h]; ok {
@@ -634,10 +636,10 @@ func (c *EmulatorClient) CreateComputeSystem(id string, configuration string, op
 }
 
 // OpenComputeSystem implements API.
-func (c *EmulatorClient) OpenComputeSystem(id string, _ uint32) (System, error) {
+func (c *HCS) OpenComputeSystem(id string, _ uint32) (computecore.System, error) {
 	c.mu.Lock()
-	h := System(c.newHandle())
-	s := newEmuObject(wire.SystemRef{ID: id}, EventSystemExited)
+	h := computecore.System(c.newHandle())
+	s := newEmuObject(wire.SystemRef{ID: id}, computecore.EventSystemExited)
 	c.systems.objs[h] = s
 	c.mu.Unlock()
 	_, err := c.roundTrip(wire.MethodOpenComputeSystem, wire.OpenSystemArgs{ID: id}, func(f *wire.Frame, fds []int) {
@@ -647,7 +649,7 @@ func (c *EmulatorClient) OpenComputeSystem(id string, _ uint32) (System, error) 
 		}
 		var r wire.SystemReply
 		if err := f.DecodeReply(&r); err != nil {
-			*f = *errorFrame(HCS_E_PROTOCOL_ERROR, err.Error())
+			*f = *errorFrame(computecore.HCS_E_PROTOCOL_ERROR, err.Error())
 			return
 		}
 		c.registerSystem(h, s, r)
@@ -662,7 +664,7 @@ func (c *EmulatorClient) OpenComputeSystem(id string, _ uint32) (System, error) 
 }
 
 // CloseComputeSystem implements API: no more callbacks; the daemon drops this handle's hold.
-func (c *EmulatorClient) CloseComputeSystem(cs System) {
+func (c *HCS) CloseComputeSystem(cs computecore.System) {
 	if s, held := closeHandle(c, &c.systems, cs); held {
 		// HcsCloseComputeSystem returns once the service has released the handle, so a system
 		// whose last handle this was is gone for an OpenComputeSystem that follows.
@@ -671,11 +673,11 @@ func (c *EmulatorClient) CloseComputeSystem(cs System) {
 }
 
 // EnumerateComputeSystems implements API; the result document is a JSON array of Properties.
-func (c *EmulatorClient) EnumerateComputeSystems(query string, op Operation) error {
-	return c.asyncOp(op, OperationTypeEnumerate, wire.MethodEnumerateComputeSystems, wire.QueryArgs{Query: query}, nil)
+func (c *HCS) EnumerateComputeSystems(query string, op computecore.Operation) error {
+	return c.asyncOp(op, computecore.OperationTypeEnumerate, wire.MethodEnumerateComputeSystems, wire.QueryArgs{Query: query}, nil)
 }
 
-func (c *EmulatorClient) systemOp(cs System, op Operation, typ OperationType, method, doc string) error {
+func (c *HCS) systemOp(cs computecore.System, op computecore.Operation, typ computecore.OperationType, method, doc string) error {
 	s, err := c.system(cs)
 	if err != nil {
 		return err
@@ -689,49 +691,49 @@ func (c *EmulatorClient) systemOp(cs System, op Operation, typ OperationType, me
 }
 
 // StartComputeSystem implements API.
-func (c *EmulatorClient) StartComputeSystem(cs System, op Operation, options string) error {
-	return c.systemOp(cs, op, OperationTypeStart, wire.MethodStartComputeSystem, options)
+func (c *HCS) StartComputeSystem(cs computecore.System, op computecore.Operation, options string) error {
+	return c.systemOp(cs, op, computecore.OperationTypeStart, wire.MethodStartComputeSystem, options)
 }
 
 // ShutDownComputeSystem implements API.
-func (c *EmulatorClient) ShutDownComputeSystem(cs System, op Operation, options string) error {
-	return c.systemOp(cs, op, OperationTypeShutdown, wire.MethodShutDownComputeSystem, options)
+func (c *HCS) ShutDownComputeSystem(cs computecore.System, op computecore.Operation, options string) error {
+	return c.systemOp(cs, op, computecore.OperationTypeShutdown, wire.MethodShutDownComputeSystem, options)
 }
 
 // TerminateComputeSystem implements API.
-func (c *EmulatorClient) TerminateComputeSystem(cs System, op Operation, options string) error {
-	return c.systemOp(cs, op, OperationTypeTerminate, wire.MethodTerminateComputeSystem, options)
+func (c *HCS) TerminateComputeSystem(cs computecore.System, op computecore.Operation, options string) error {
+	return c.systemOp(cs, op, computecore.OperationTypeTerminate, wire.MethodTerminateComputeSystem, options)
 }
 
 // PauseComputeSystem implements API.
-func (c *EmulatorClient) PauseComputeSystem(cs System, op Operation, options string) error {
-	return c.systemOp(cs, op, OperationTypePause, wire.MethodPauseComputeSystem, options)
+func (c *HCS) PauseComputeSystem(cs computecore.System, op computecore.Operation, options string) error {
+	return c.systemOp(cs, op, computecore.OperationTypePause, wire.MethodPauseComputeSystem, options)
 }
 
 // ResumeComputeSystem implements API.
-func (c *EmulatorClient) ResumeComputeSystem(cs System, op Operation, options string) error {
-	return c.systemOp(cs, op, OperationTypeResume, wire.MethodResumeComputeSystem, options)
+func (c *HCS) ResumeComputeSystem(cs computecore.System, op computecore.Operation, options string) error {
+	return c.systemOp(cs, op, computecore.OperationTypeResume, wire.MethodResumeComputeSystem, options)
 }
 
 // GetComputeSystemProperties implements API.
-func (c *EmulatorClient) GetComputeSystemProperties(cs System, op Operation, propertyQuery string) error {
-	return c.systemOp(cs, op, OperationTypeGetProperties, wire.MethodGetComputeSystemProperties, propertyQuery)
+func (c *HCS) GetComputeSystemProperties(cs computecore.System, op computecore.Operation, propertyQuery string) error {
+	return c.systemOp(cs, op, computecore.OperationTypeGetProperties, wire.MethodGetComputeSystemProperties, propertyQuery)
 }
 
 // ModifyComputeSystem implements API.
-func (c *EmulatorClient) ModifyComputeSystem(cs System, op Operation, configuration string, _ uintptr) error {
-	return c.systemOp(cs, op, OperationTypeModify, wire.MethodModifyComputeSystem, configuration)
+func (c *HCS) ModifyComputeSystem(cs computecore.System, op computecore.Operation, configuration string, _ uintptr) error {
+	return c.systemOp(cs, op, computecore.OperationTypeModify, wire.MethodModifyComputeSystem, configuration)
 }
 
 // WaitForComputeSystemExit implements API; the result is the SystemExitStatus document.
-func (c *EmulatorClient) WaitForComputeSystemExit(cs System, timeoutMs uint32) (string, error) {
+func (c *HCS) WaitForComputeSystemExit(cs computecore.System, timeoutMs uint32) (string, error) {
 	return waitExit(c, &c.systems, cs, timeoutMs)
 }
 
 // SetComputeSystemCallback implements API. If the system has already exited, the callback gets
 // EventSystemExited at once (and EventServiceDisconnect if the daemon has gone), so that a
 // caller registering late never waits for an event that came before it.
-func (c *EmulatorClient) SetComputeSystemCallback(cs System, _ EventOptions, context uintptr, callback EventCallback) error {
+func (c *HCS) SetComputeSystemCallback(cs computecore.System, _ computecore.EventOptions, context uintptr, callback computecore.EventCallback) error {
 	return setCallback(c, &c.systems, cs, context, callback)
 }
 
@@ -739,7 +741,7 @@ func (c *EmulatorClient) SetComputeSystemCallback(cs System, _ EventOptions, con
 
 type emuProcess = emuObject[wire.ProcessRef]
 
-func (c *EmulatorClient) registerProcess(h Process, p *emuProcess, r wire.ProcessReply) {
+func (c *HCS) registerProcess(h computecore.Process, p *emuProcess, r wire.ProcessReply) {
 	p.ref.PID = r.PID
 	c.procs.confirm(h, p)
 	if d, ok := c.takeOrphan(orphanKey{ref: p.ref.System, pid: p.ref.PID}); ok {
@@ -749,26 +751,26 @@ func (c *EmulatorClient) registerProcess(h Process, p *emuProcess, r wire.Proces
 	}
 }
 
-func (c *EmulatorClient) process(ph Process) (*emuProcess, error) {
-	return lookup(c, &c.procs, ph, HCS_E_PROCESS_INFO_NOT_AVAILABLE)
+func (c *HCS) process(ph computecore.Process) (*emuProcess, error) {
+	return lookup(c, &c.procs, ph, computecore.HCS_E_PROCESS_INFO_NOT_AVAILABLE)
 }
 
 // CreateProcess implements API. The std handles arrive with the response and are handed to
 // the first GetOperationResultAndProcessInfo / WaitForOperationResultAndProcessInfo.
-func (c *EmulatorClient) CreateProcess(cs System, processParameters string, op Operation, _ uintptr) (Process, error) {
+func (c *HCS) CreateProcess(cs computecore.System, processParameters string, op computecore.Operation, _ uintptr) (computecore.Process, error) {
 	s, err := c.system(cs)
 	if err != nil {
 		return 0, err
 	}
 	c.mu.Lock()
-	h := Process(c.newHandle())
-	p := newEmuObject(wire.ProcessRef{System: s.ref}, EventProcessExited)
+	h := computecore.Process(c.newHandle())
+	p := newEmuObject(wire.ProcessRef{System: s.ref}, computecore.EventProcessExited)
 	c.procs.objs[h] = p
 	if o := c.ops[op]; o != nil && !o.started {
 		o.sys, o.proc = cs, h
 	}
 	c.mu.Unlock()
-	err = c.asyncOp(op, OperationTypeCreateProcess, wire.MethodCreateProcess,
+	err = c.asyncOp(op, computecore.OperationTypeCreateProcess, wire.MethodCreateProcess,
 		wire.CreateProcessArgs{System: s.ref, Parameters: processParameters},
 		func(o *emuOp, f *wire.Frame, fds []int) {
 			if f.HResult != 0 {
@@ -778,13 +780,13 @@ func (c *EmulatorClient) CreateProcess(cs System, processParameters string, op O
 			var r wire.ProcessReply
 			if err := f.DecodeReply(&r); err != nil {
 				closeFDs(fds)
-				*f = *errorFrame(HCS_E_PROTOCOL_ERROR, err.Error())
+				*f = *errorFrame(computecore.HCS_E_PROTOCOL_ERROR, err.Error())
 				return
 			}
 			pi, owned, err := stdioFromReply(r, fds)
 			if err != nil {
 				closeFDs(fds)
-				*f = *errorFrame(HCS_E_PROTOCOL_ERROR, err.Error())
+				*f = *errorFrame(computecore.HCS_E_PROTOCOL_ERROR, err.Error())
 				return
 			}
 			o.pinfo, o.fds = pi, owned
@@ -808,8 +810,8 @@ func (c *EmulatorClient) CreateProcess(cs System, processParameters string, op O
 // stdioFromReply places the received descriptors in their slots. A console master comes once
 // and is duplicated, so that StdInput and StdOutput are distinct descriptors the caller can
 // close independently (as HCS's two pipe handles of a pseudo console are).
-func stdioFromReply(r wire.ProcessReply, fds []int) (ProcessInformation, []int, error) {
-	pi := ProcessInformation{ProcessID: r.PID}
+func stdioFromReply(r wire.ProcessReply, fds []int) (computecore.ProcessInformation, []int, error) {
+	pi := computecore.ProcessInformation{ProcessID: r.PID}
 	want := 0
 	for _, ok := range r.Stdio {
 		if ok {
@@ -845,14 +847,14 @@ func stdioFromReply(r wire.ProcessReply, fds []int) (ProcessInformation, []int, 
 }
 
 // OpenProcess implements API. An opened process has no std handles (as in HCS).
-func (c *EmulatorClient) OpenProcess(cs System, processID uint32, _ uint32) (Process, error) {
+func (c *HCS) OpenProcess(cs computecore.System, processID uint32, _ uint32) (computecore.Process, error) {
 	s, err := c.system(cs)
 	if err != nil {
 		return 0, err
 	}
 	c.mu.Lock()
-	h := Process(c.newHandle())
-	p := newEmuObject(wire.ProcessRef{System: s.ref}, EventProcessExited)
+	h := computecore.Process(c.newHandle())
+	p := newEmuObject(wire.ProcessRef{System: s.ref}, computecore.EventProcessExited)
 	c.procs.objs[h] = p
 	c.mu.Unlock()
 	_, err = c.roundTrip(wire.MethodOpenProcess, wire.ProcessRef{System: s.ref, PID: processID}, func(f *wire.Frame, fds []int) {
@@ -862,7 +864,7 @@ func (c *EmulatorClient) OpenProcess(cs System, processID uint32, _ uint32) (Pro
 		}
 		var r wire.ProcessReply
 		if err := f.DecodeReply(&r); err != nil {
-			*f = *errorFrame(HCS_E_PROTOCOL_ERROR, err.Error())
+			*f = *errorFrame(computecore.HCS_E_PROTOCOL_ERROR, err.Error())
 			return
 		}
 		c.registerProcess(h, p, r)
@@ -877,14 +879,14 @@ func (c *EmulatorClient) OpenProcess(cs System, processID uint32, _ uint32) (Pro
 }
 
 // CloseProcess implements API.
-func (c *EmulatorClient) CloseProcess(ph Process) {
+func (c *HCS) CloseProcess(ph computecore.Process) {
 	if p, held := closeHandle(c, &c.procs, ph); held {
 		// Synchronous, as HcsCloseProcess is.
 		_, _ = c.roundTrip(wire.MethodCloseProcess, wire.ProcessArgs{Process: p.ref}, nil)
 	}
 }
 
-func (c *EmulatorClient) processOp(ph Process, op Operation, typ OperationType, method, doc string) error {
+func (c *HCS) processOp(ph computecore.Process, op computecore.Operation, typ computecore.OperationType, method, doc string) error {
 	p, err := c.process(ph)
 	if err != nil {
 		return err
@@ -898,60 +900,60 @@ func (c *EmulatorClient) processOp(ph Process, op Operation, typ OperationType, 
 }
 
 // TerminateProcess implements API.
-func (c *EmulatorClient) TerminateProcess(ph Process, op Operation, options string) error {
+func (c *HCS) TerminateProcess(ph computecore.Process, op computecore.Operation, options string) error {
 	// computecore.h has no operation type of its own for terminating a process; HCS reports
 	// it as a signal.
-	return c.processOp(ph, op, OperationTypeSignalProcess, wire.MethodTerminateProcess, options)
+	return c.processOp(ph, op, computecore.OperationTypeSignalProcess, wire.MethodTerminateProcess, options)
 }
 
 // SignalProcess implements API.
-func (c *EmulatorClient) SignalProcess(ph Process, op Operation, options string) error {
-	return c.processOp(ph, op, OperationTypeSignalProcess, wire.MethodSignalProcess, options)
+func (c *HCS) SignalProcess(ph computecore.Process, op computecore.Operation, options string) error {
+	return c.processOp(ph, op, computecore.OperationTypeSignalProcess, wire.MethodSignalProcess, options)
 }
 
 // GetProcessInfo implements API: the pid, without std handles (those go to the creator only).
-func (c *EmulatorClient) GetProcessInfo(ph Process, op Operation) error {
+func (c *HCS) GetProcessInfo(ph computecore.Process, op computecore.Operation) error {
 	p, err := c.process(ph)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	o, err := c.beginOp(op, OperationTypeGetProcessInfo)
+	o, err := c.beginOp(op, computecore.OperationTypeGetProcessInfo)
 	if err != nil {
 		return err
 	}
 	o.proc = ph
-	o.pinfo = ProcessInformation{ProcessID: p.ref.PID}
+	o.pinfo = computecore.ProcessInformation{ProcessID: p.ref.PID}
 	c.finish(o, &wire.Frame{})
 	return nil
 }
 
 // GetProcessProperties implements API; the result is a ProcessStatus document.
-func (c *EmulatorClient) GetProcessProperties(ph Process, op Operation, propertyQuery string) error {
-	return c.processOp(ph, op, OperationTypeGetProcessProperties, wire.MethodGetProcessProperties, propertyQuery)
+func (c *HCS) GetProcessProperties(ph computecore.Process, op computecore.Operation, propertyQuery string) error {
+	return c.processOp(ph, op, computecore.OperationTypeGetProcessProperties, wire.MethodGetProcessProperties, propertyQuery)
 }
 
 // ModifyProcess implements API.
-func (c *EmulatorClient) ModifyProcess(ph Process, op Operation, settings string) error {
-	return c.processOp(ph, op, OperationTypeModifyProcess, wire.MethodModifyProcess, settings)
+func (c *HCS) ModifyProcess(ph computecore.Process, op computecore.Operation, settings string) error {
+	return c.processOp(ph, op, computecore.OperationTypeModifyProcess, wire.MethodModifyProcess, settings)
 }
 
 // WaitForProcessExit implements API; the result is the ProcessExitedEventData document.
-func (c *EmulatorClient) WaitForProcessExit(ph Process, timeoutMs uint32) (string, error) {
+func (c *HCS) WaitForProcessExit(ph computecore.Process, timeoutMs uint32) (string, error) {
 	return waitExit(c, &c.procs, ph, timeoutMs)
 }
 
 // SetProcessCallback implements API, delivering an exit that came before it (see
 // SetComputeSystemCallback).
-func (c *EmulatorClient) SetProcessCallback(ph Process, _ EventOptions, context uintptr, callback EventCallback) error {
+func (c *HCS) SetProcessCallback(ph computecore.Process, _ computecore.EventOptions, context uintptr, callback computecore.EventCallback) error {
 	return setCallback(c, &c.procs, ph, context, callback)
 }
 
 // ---- The service ----
 
 // GetServiceProperties implements API.
-func (c *EmulatorClient) GetServiceProperties(propertyQuery string) (string, error) {
+func (c *HCS) GetServiceProperties(propertyQuery string) (string, error) {
 	f, err := c.roundTrip(wire.MethodGetServiceProperties, wire.QueryArgs{Query: propertyQuery}, nil)
 	if f == nil {
 		return "", err

@@ -1,4 +1,4 @@
-package shim
+package task
 
 import (
 	"testing"
@@ -61,8 +61,44 @@ func TestStateKillAndStatus(t *testing.T) {
 		if got := tc.s.Status(); got != tc.status {
 			t.Errorf("%s.Status() = %v, want %v", tc.s, got, tc.status)
 		}
-		if err := tc.s.kill(); !tc.kill(err) {
+		neverRan, err := tc.s.kill()
+		if !tc.kill(err) {
 			t.Errorf("%s.kill() = %v", tc.s, err)
+		}
+		if want := tc.s == (createdState{}); neverRan != want {
+			t.Errorf("%s.kill() neverRan = %v, want %v", tc.s, neverRan, want)
+		}
+	}
+}
+
+// TestStateQuestions: what each state answers to the questions asked outside a transition.
+// ok is "no error"; use is the console's and stdin's first result.
+func TestStateQuestions(t *testing.T) {
+	type answer struct{ use, ok bool }
+	tests := []struct {
+		s                  procState
+		console, stdin     answer
+		canExec, canDelete bool
+	}{
+		{createdState{}, answer{false, false}, answer{false, true}, false, true},
+		{startingState{}, answer{false, false}, answer{false, true}, false, false},
+		{runningState{}, answer{true, true}, answer{true, true}, true, false},
+		{pausedState{}, answer{true, true}, answer{true, true}, false, false},
+		{stoppedState{}, answer{false, true}, answer{false, true}, false, true},
+		{deletedState{}, answer{false, false}, answer{false, false}, false, true},
+	}
+	for _, tc := range tests {
+		if use, err := tc.s.console(); (answer{use, err == nil}) != tc.console {
+			t.Errorf("%s.console() = %v, %v; want %+v", tc.s, use, err, tc.console)
+		}
+		if use, err := tc.s.closeStdin(); (answer{use, err == nil}) != tc.stdin {
+			t.Errorf("%s.closeStdin() = %v, %v; want %+v", tc.s, use, err, tc.stdin)
+		}
+		if err := tc.s.canExec(); (err == nil) != tc.canExec || (err != nil && !errdefs.IsFailedPrecondition(err)) {
+			t.Errorf("%s.canExec() = %v", tc.s, err)
+		}
+		if err := tc.s.canDeleteTask(); (err == nil) != tc.canDelete || (err != nil && !errdefs.IsFailedPrecondition(err)) {
+			t.Errorf("%s.canDeleteTask() = %v", tc.s, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package computecore
+package wire
 
 // DefaultAddress is the unix socket the hcsemu daemon listens on by default, and where the
 // non-Windows client looks for it when $HCSEMU_ADDRESS is not set.

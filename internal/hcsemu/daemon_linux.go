@@ -1,0 +1,96 @@
+package hcsemu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/containerd/log"
+)
+
+// The daemon's wiring (cmd/hcsemu): listeners, engine and server started together, and torn
+// down in reverse order. The server itself is in server_linux.go.
+
+// Run is the daemon: an engine served at addrs until ctx is done, then every system is
+// terminated and the socket (and the TCP address file) removed.
+func Run(ctx context.Context, cfg Config, addrs Addresses) error {
+	if err := addrs.validate(); err != nil {
+		return err
+	}
+	// The socket first: a second daemon on the same address stops here, before its engine
+	// touches anything.
+	ln, err := Listen(addrs.Unix)
+	if err != nil {
+		return err
+	}
+	var tln net.Listener
+	if addrs.TCP != "" {
+		if tln, err = ListenTCP(addrs.TCP); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	closeListeners := func() {
+		ln.Close()
+		if tln != nil {
+			tln.Close()
+		}
+	}
+	e, err := NewEngine(ctx, cfg)
+	if err != nil {
+		closeListeners()
+		return err
+	}
+	fields := log.Fields{"address": addrs.Unix, "root": e.cfg.Root, "osVersion": e.cfg.OSVersion}
+	if tln != nil {
+		fields["tcpAddress"] = tln.Addr().String()
+	}
+	srv := NewServer(e)
+	serving := 1
+	done := make(chan error, 2)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	if tln != nil {
+		serving++
+		go func() { done <- srv.ServeTCP(ctx, tln) }()
+	}
+	// The address file last: it tells whoever waits for it that the daemon is ready.
+	if addrs.TCPFile != "" {
+		err = writeFileAtomic(addrs.TCPFile, tln.Addr().String())
+	}
+	if err == nil {
+		log.G(ctx).WithFields(fields).Info("hcsemu: serving")
+		select {
+		case <-ctx.Done():
+		case err = <-done:
+			serving--
+		}
+	}
+	closeListeners()
+	for ; serving > 0; serving-- {
+		err = errors.Join(err, <-done)
+	}
+	srv.stdio.close()
+	log.G(ctx).Info("hcsemu: shutting down: terminating every compute system")
+	cerr := e.Close(context.WithoutCancel(ctx))
+	os.Remove(addrs.Unix)
+	if addrs.TCPFile != "" {
+		os.Remove(addrs.TCPFile)
+	}
+	return errors.Join(err, cerr)
+}
+
+// writeFileAtomic writes content to path through a temporary file and a rename, so that a
+// reader never sees it half written.
+func writeFileAtomic(path, content string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return fmt.Errorf("--tcp-address-file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("--tcp-address-file: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,41 @@
+package shim
+
+import (
+	"context"
+
+	"github.com/openhcs/runhcs/internal/hcs"
+	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/shim/task"
+)
+
+// hcsHost binds task.Host to an internal/hcs Client.
+type hcsHost struct{ c *hcs.Client }
+
+func newHCSHost(c *hcs.Client) task.Host { return hcsHost{c} }
+
+func (h hcsHost) CreateComputeSystem(ctx context.Context, id string, document any) (task.System, error) {
+	s, err := h.c.CreateComputeSystem(ctx, id, document)
+	if err != nil {
+		return nil, err
+	}
+	return hcsSystem{s}, nil
+}
+
+func (h hcsHost) OpenComputeSystem(ctx context.Context, id string) (task.System, error) {
+	s, err := h.c.OpenComputeSystem(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return hcsSystem{s}, nil
+}
+
+// hcsSystem adapts *hcs.System, whose CreateProcess returns the concrete *hcs.Process.
+type hcsSystem struct{ *hcs.System }
+
+func (s hcsSystem) CreateProcess(ctx context.Context, p *schema2.ProcessParameters) (task.HCSProcess, error) {
+	proc, err := s.System.CreateProcess(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return proc, nil
+}

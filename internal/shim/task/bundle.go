@@ -1,0 +1,195 @@
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/openhcs/runhcs/internal/hcs"
+
+	"github.com/openhcs/runhcs/internal/layers"
+	"github.com/openhcs/runhcs/internal/oci"
+)
+
+// StateFile is what a task leaves in its bundle so that the `delete` action, run by
+// containerd after the shim died, can find what to clean up.
+const StateFile = "runhcs-state.json"
+
+// bundleState is the content of StateFile.
+type bundleState struct {
+	// SystemID is the id of the task's compute system.
+	SystemID string `json:"systemId"`
+	// Layers is the mounted chain, nil if none was mounted.
+	Layers *layers.Chain `json:"layers,omitempty"`
+	// InitPid is the init process's pid once it started, so that the delete action reports the
+	// exit of that pid (as runc's shim does) rather than of pid 0.
+	InitPid uint32 `json:"initPid,omitempty"`
+}
+
+// recordInitPid adds the started init process's pid to the bundle's state.
+func recordInitPid(bundle string, pid uint32) error {
+	st, err := readBundleState(bundle)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return fmt.Errorf("record init pid %d: bundle %q has no task state", pid, bundle)
+	}
+	st.InitPid = pid
+	return writeState(bundle, st)
+}
+
+func writeState(bundle string, st *bundleState) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(bundle, StateFile)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("write task state %q: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("write task state %q: %w", p, err)
+	}
+	return nil
+}
+
+// readBundleState returns (nil, nil) when the bundle has no state.
+func readBundleState(bundle string) (*bundleState, error) {
+	b, err := os.ReadFile(filepath.Join(bundle, StateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read task state in bundle %q: %w", bundle, err)
+	}
+	var st bundleState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("task state %q: %w", filepath.Join(bundle, StateFile), err)
+	}
+	return &st, nil
+}
+
+func removeBundleState(bundle string) error {
+	if err := os.Remove(filepath.Join(bundle, StateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove task state in bundle %q: %w", bundle, err)
+	}
+	return nil
+}
+
+// ReadSpec reads the bundle's config.json and checks it is a Windows spec.
+func ReadSpec(bundle string) (*specs.Spec, error) {
+	p := filepath.Join(bundle, "config.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("read OCI spec: %w", err)
+	}
+	var s specs.Spec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("OCI spec %q: %v: %w", p, err, errdefs.ErrInvalidArgument)
+	}
+	if s.Windows == nil {
+		return nil, oci.ErrNoWindowsSection
+	}
+	return &s, nil
+}
+
+// resources is what a task holds, each part optional: its compute system (sys, or when sys is
+// nil and systemID is set, the system opened by id), its mounted layer chain and its state in
+// the bundle.
+type resources struct {
+	sys      System
+	systemID string
+	chain    *layers.Chain
+	bundle   string
+}
+
+// release is the one path that ends what a task holds, in reverse order of acquisition: the
+// compute system is terminated (one already gone is fine), the layers unmounted, and, only
+// when both worked, the system's handle closed and the bundle's state removed, so that a
+// failure leaves the state for a retry (the next Delete, or the delete action after a crash).
+// It is idempotent.
+func release(ctx context.Context, deps Deps, r resources) error {
+	var errs []error
+	if r.sys != nil || r.systemID != "" {
+		if err := terminateSystem(ctx, deps.Host, r.sys, r.systemID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if r.chain != nil {
+		if err := deps.Mounter.Unmount(ctx, r.chain.Scratch); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if r.sys != nil {
+		_ = r.sys.Close()
+	}
+	if r.bundle != "" {
+		return removeBundleState(r.bundle)
+	}
+	return nil
+}
+
+// terminateSystem terminates sys, or the system id when sys is nil; a system that is already
+// gone is not an error. When the handle fails otherwise (it may be stale: the HCS service
+// restarted, and with it every compute system), the service is asked afresh by id.
+func terminateSystem(ctx context.Context, host Host, sys System, id string) error {
+	var herr error // the handle's failure, named if reopening fails too
+	if sys != nil {
+		herr = sys.Terminate(ctx)
+		if herr == nil || hcs.IsGone(herr) {
+			return nil
+		}
+		log.G(ctx).WithError(herr).WithField("system", id).Debug("terminate through the task's handle failed; reopening")
+	}
+	fresh, err := host.OpenComputeSystem(ctx, id)
+	if err != nil {
+		if hcs.IsGone(err) {
+			return nil
+		}
+		if herr != nil {
+			return fmt.Errorf("terminate compute system %q: %w (and reopening it: %v)", id, herr, err)
+		}
+		return fmt.Errorf("open compute system %q: %w", id, err)
+	}
+	defer fresh.Close()
+	if err := fresh.Terminate(ctx); err != nil && !hcs.IsGone(err) {
+		return fmt.Errorf("terminate compute system %q: %w", id, err)
+	}
+	return nil
+}
+
+// Cleanup is the shim's delete action: it removes what task id of bundle left behind after
+// its shim died, and returns the pid of its init process if it had started (0 otherwise).
+func Cleanup(ctx context.Context, deps Deps, id, bundle string) (initPid uint32, _ error) {
+	st, err := readBundleState(bundle)
+	if err != nil {
+		return 0, err
+	}
+	r := resources{systemID: id, bundle: bundle}
+	if st != nil {
+		if st.SystemID != "" {
+			r.systemID = st.SystemID
+		}
+		r.chain = st.Layers
+		initPid = st.InitPid
+	} else if spec, err := ReadSpec(bundle); err == nil && spec.Windows != nil {
+		// No state: a shim from before the state existed, or one that died before writing it.
+		// The spec's layer folders still name the scratch.
+		r.chain, _ = layers.FromLayerFolders(spec.Windows.LayerFolders)
+	}
+	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	defer cancel()
+	return initPid, release(cctx, deps, r)
+}

@@ -1,0 +1,32 @@
+// Package task owns the lifecycle of a shim's tasks (process-isolated Windows containers) and
+// of their processes: the state machines, the locks that guard them, and the HCS calls and
+// events that go with each transition. The shim's task service (internal/shim) translates RPCs
+// into calls of this package's methods (Task.Start, Task.Kill, Task.Delete, Process.Wait, …)
+// and never sees a lock or a state; the compiler keeps it out, as in containerd's runc shim,
+// whose task service never locks a process.
+//
+// Files:
+//
+//   - state.go: one type per state (created, starting, running, paused, stopped, deleted), as
+//     in runc's process/init_state.go. Each answers every operation (start, kill, pause, …)
+//     with the next state or an error naming the illegal transition, and every question callers
+//     ask (may the console be resized? may the task be deleted while this exec is here?).
+//     Nothing outside state.go asks which state a process is in.
+//   - process.go: a process; its mu guards its state, and every transition is committed
+//     through Process.transition. No lock is held across an HCS call: a call is made after a
+//     transition into an intermediate state (starting) or after a check (kill, pause), and
+//     its outcome committed afterwards. Exactly one TaskExit per process, published after its
+//     stdio was drained.
+//   - task.go: a task, its execs, and what happens when its init process exits (the execs are
+//     killed, the compute system terminated).
+//   - bundle.go: what a task records in its bundle for the delete action, and release, the one
+//     path that ends what a task holds (terminate the compute system, a gone one being fine;
+//     unmount the layers; remove the state), used by Delete, by a failed Create and by the
+//     delete action (Cleanup).
+//   - signals.go: what a signal means for a Windows process.
+//   - types.go: the small interfaces it needs (Host, System, HCSProcess, Mounter, Events) and
+//     Deps, what a task is given instead of a pointer to the service.
+//
+// It imports internal/hcs (errors only), internal/layers, internal/oci and
+// internal/shim/stdio; nothing above them.
+package task
