@@ -101,7 +101,8 @@ wine_env
 # One setup at a time, and none while a test binary uses the prefix (exec.sh holds the lock).
 exec {lockfd}>"${WINE_LOCK}"
 flock "${lockfd}"
-build_dll bcryptprimitives.dll "${WINE_HACK}/bcryptprimitives.c" "${WINE_HACK}/winecompat.c"
+build_dll bcryptprimitives.dll "${WINE_HACK}/bcryptprimitives.c" "${WINE_HACK}/winecompat.c" \
+	"${WINE_HACK}/winebackup.c"
 build_dll computecore.dll "${WINE_HACK}/computecore/computecore.c" "${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" -- -lws2_32
 build_dll vmcompute.dll "${WINE_HACK}/vmcompute/layers.c" "${WINE_HACK}/common/json.c" "${WINE_HACK}/common/emu.c" \
