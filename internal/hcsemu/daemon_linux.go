@@ -84,12 +84,7 @@ func Run(ctx context.Context, cfg Config, addrs Addresses) error {
 // writeFileAtomic writes content to path through a temporary file and a rename, so that a
 // reader never sees it half written.
 func writeFileAtomic(path, content string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		return fmt.Errorf("--tcp-address-file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := replaceFile(path, []byte(content)); err != nil {
 		return fmt.Errorf("--tcp-address-file: %w", err)
 	}
 	return nil
