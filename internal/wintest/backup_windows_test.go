@@ -2,6 +2,7 @@ package wintest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -211,3 +212,50 @@ func TestBackupWriteNamedStream(t *testing.T) {
 func sdOf(b []byte) *windows.SECURITY_DESCRIPTOR {
 	return (*windows.SECURITY_DESCRIPTOR)(unsafe.Pointer(&b[0]))
 }
+
+// symlinkReparse is a REPARSE_DATA_BUFFER of a relative symbolic link to target
+// (IO_REPARSE_TAG_SYMLINK, SYMLINK_FLAG_RELATIVE), as a layer tar's symlink becomes one.
+func symlinkReparse(target string) []byte {
+	name := windows.StringToUTF16(target)
+	name = name[:len(name)-1]
+	n := len(name) * 2
+	var b bytes.Buffer
+	le := func(v any) { _ = binaryWrite(&b, v) }
+	le(uint32(windows.IO_REPARSE_TAG_SYMLINK))
+	le(uint16(12 + 2*n))
+	le(uint16(0))
+	le(uint16(0)) // substitute name offset
+	le(uint16(n)) // substitute name length
+	le(uint16(n)) // print name offset
+	le(uint16(n)) // print name length
+	le(uint32(1)) // SYMLINK_FLAG_RELATIVE
+	le(name)
+	le(name)
+	return b.Bytes()
+}
+
+// TestBackupWriteReparsePoint: a reparse point written through BackupWrite is set on the file
+// (FSCTL_SET_REPARSE_POINT) and read back through BackupRead; where the file system cannot hold
+// one (Wine 8 answers FSCTL_SET_REPARSE_POINT with STATUS_NOT_SUPPORTED), BackupWrite fails
+// with that error instead of reporting success for an ordinary file.
+func TestBackupWriteReparsePoint(t *testing.T) {
+	enableBackup(t)
+	path := filepath.Join(t.TempDir(), "link")
+	rp := symlinkReparse(`target.txt`)
+	err := backupWrite(t, path, 4096, stream{id: winio.BackupReparseData, data: rp})
+	if UnderWine() {
+		if !errors.Is(err, windows.ERROR_NOT_SUPPORTED) {
+			t.Errorf("BackupWrite of a reparse point under Wine = %v, want ERROR_NOT_SUPPORTED", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("BackupWrite of a reparse point: %v", err)
+	}
+	s := find(backupRead(t, path), winio.BackupReparseData)
+	if s == nil || !bytes.Equal(s.data, rp) {
+		t.Errorf("BackupRead's reparse stream = %+v, want the reparse point written", s)
+	}
+}
+
+func binaryWrite(b *bytes.Buffer, v any) error { return binary.Write(b, binary.LittleEndian, v) }
