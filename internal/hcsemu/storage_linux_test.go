@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
@@ -288,4 +289,35 @@ func mounted(t *testing.T, target string) bool {
 		}
 	}
 	return false
+}
+
+// TestStorageFilterOutlivesClient: a layer another client attached stays attached after that
+// client's connection is gone, and any client can detach it, as vmcompute's layers belong to
+// the service and not to the process that activated them.
+func TestStorageFilterOutlivesClient(t *testing.T) {
+	d := startDaemon(t)
+	first := dialTCP(t, d.tcpAddr)
+	base, _ := baseLayers(t, first)
+	scratch := filepath.Join(t.TempDir(), "scratch")
+	layerCall(t, first, 0, wire.MethodCreateSandboxLayer, wire.LayerArgs{Path: scratch, Parents: []string{base}})
+	layerCall(t, first, 0, wire.MethodActivateLayer, wire.LayerArgs{Path: scratch})
+	layerCall(t, first, 0, wire.MethodPrepareLayer, wire.LayerArgs{Path: scratch, Parents: []string{base}})
+	vol := mountPath(t, first, wire.LayerArgs{Path: scratch})
+	first.c.Close()
+
+	second := dialTCP(t, d.tcpAddr)
+	// The server forgets a connection asynchronously; the volume must still be there after.
+	time.Sleep(200 * time.Millisecond)
+	if again := mountPath(t, second, wire.LayerArgs{Path: scratch}); again != vol {
+		t.Fatalf("after the first client went: GetLayerMountPath = %+v, want %+v", again, vol)
+	}
+	guid, _ := volumeGUID(vol.Path)
+	if !mounted(t, filepath.Join(d.engine.storage.dir, guid)) {
+		t.Fatal("the volume was unmounted when its client went")
+	}
+	layerCall(t, second, 0, wire.MethodUnprepareLayer, wire.LayerArgs{Path: scratch})
+	layerCall(t, second, 0, wire.MethodDeactivateLayer, wire.LayerArgs{Path: scratch})
+	if mounted(t, filepath.Join(d.engine.storage.dir, guid)) {
+		t.Error("still mounted after UnprepareLayer and DeactivateLayer")
+	}
 }
