@@ -98,6 +98,9 @@ enum {
 #define HR_SERVICE_DISCONNECT ((HRESULT)0x8037011EL)
 #define HR_PROTOCOL_ERROR ((HRESULT)0x80370111L)
 
+/* CLOSE_WAIT_MS bounds how long closing a handle waits for the daemon's answer. */
+#define CLOSE_WAIT_MS 30000
+
 /* ---- handles ---- */
 
 struct sys {
@@ -1253,11 +1256,15 @@ EXPORT void WINAPI HcsCloseComputeSystem(HCS_SYSTEM cs)
 	s->closed = 1;
 	if (tell && buf_adds(&a, "{\"system\":") && add_sysref(&a, s->id, s->instance) && buf_adds(&a, "}")) {
 		LeaveCriticalSection(&mu);
-		/* Let the daemon drop this connection's hold; no one waits for the answer. */
+		/* HcsCloseComputeSystem is synchronous: once it returns, the service has dropped the
+		 * handle, and a stopped system whose last handle it was is gone (an open right after
+		 * must not find it). So the daemon's answer is awaited (bounded: a daemon that goes
+		 * fails every pending call). */
 		struct op *o = HcsCreateOperation(NULL, NULL);
 
 		if (o != NULL) {
-			call("CloseComputeSystem", a.data, o, OP_NONE, R_PLAIN, NULL, NULL, NULL);
+			if (call("CloseComputeSystem", a.data, o, OP_NONE, R_PLAIN, NULL, NULL, NULL) == HR_OK)
+				wait_result(o, CLOSE_WAIT_MS, NULL, NULL);
 			HcsCloseOperation(o);
 		}
 		EnterCriticalSection(&mu);
@@ -1475,7 +1482,9 @@ EXPORT void WINAPI HcsCloseProcess(HCS_PROCESS hp)
 		struct op *o = HcsCreateOperation(NULL, NULL);
 
 		if (o != NULL) {
-			call("CloseProcess", a.data, o, OP_NONE, R_PLAIN, NULL, NULL, NULL);
+			/* Synchronous, as HcsCloseComputeSystem (above). */
+			if (call("CloseProcess", a.data, o, OP_NONE, R_PLAIN, NULL, NULL, NULL) == HR_OK)
+				wait_result(o, CLOSE_WAIT_MS, NULL, NULL);
 			HcsCloseOperation(o);
 		}
 		EnterCriticalSection(&mu);
