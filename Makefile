@@ -32,7 +32,7 @@ e2e-2 e2e-1.7: e2e-%: build
 demo:
 	bash hack/demo.sh
 
-## lint: gofmt, go vet (linux and windows), staticcheck
+## lint: gofmt, go vet (linux and windows), staticcheck, shellcheck
 lint:
 	bash hack/lint.sh
 

@@ -15,7 +15,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "${ROOT}"
+cd "${ROOT}" || exit 1
 
 if [[ $(id -u) -ne 0 ]]; then
 	echo "check: run as root (sudo hack/check.sh): it installs packages and the end-to-end suites mount and chroot" >&2

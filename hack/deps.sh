@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hack/deps.sh installs what building and testing runhcs needs on a Debian machine that has Go,
 # and is quick when everything is already there:
-#   - Debian packages: protoc (pinned), gcc and libc headers (the race detector needs cgo), make, git
+#   - Debian packages: protoc (pinned), gcc and libc headers (the race detector needs cgo), make,
+#     git, shellcheck (hack/lint.sh)
 #   - the pinned Go tools (hack/tools.sh): protoc-gen-go, protoc-gen-go-ttrpc, staticcheck,
 #     containerd 2.x and 1.7 with their ctr, built from the Go module proxy into a cache
 #
@@ -33,6 +34,7 @@ fi
 command -v gcc >/dev/null || need+=(gcc libc6-dev)
 command -v make >/dev/null || need+=(make)
 command -v git >/dev/null || need+=(git)
+command -v shellcheck >/dev/null || need+=(shellcheck)
 if [[ ${#need[@]} -gt 0 ]]; then
 	if [[ $(id -u) -ne 0 ]]; then
 		echo "deps: need Debian packages ${need[*]}; run as root or install them" >&2

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# hack/lint.sh checks formatting (gofmt), runs go vet for Linux and Windows (amd64 and arm64) and
-# staticcheck (pinned in tools/lint) for Linux and Windows.
+# hack/lint.sh checks formatting (gofmt), runs go vet for Linux and Windows (amd64 and arm64),
+# staticcheck (pinned in tools/lint) for Linux and Windows, and shellcheck (the Debian package)
+# on every shell script, following the files they source (-x).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 status=0
 
-unformatted="$(gofmt -l $(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go'))"
+mapfile -t gofiles < <(git ls-files -co --exclude-standard '*.go' 2>/dev/null || find . -name '*.go')
+unformatted="$(gofmt -l "${gofiles[@]}")"
 if [[ -n "${unformatted}" ]]; then
 	echo "lint: not gofmt'ed (run gofmt -w):" >&2
 	echo "${unformatted}" >&2
@@ -18,6 +20,15 @@ for target in linux/amd64 windows/amd64 windows/arm64; do
 	echo "lint: go vet ${target}" >&2
 	GOOS="${target%/*}" GOARCH="${target#*/}" go vet ./... || status=1
 done
+
+echo "lint: shellcheck" >&2
+if command -v shellcheck >/dev/null; then
+	mapfile -t scripts < <(git ls-files -co --exclude-standard '*.sh' 2>/dev/null || find . -name '*.sh' -not -path './bin/*')
+	shellcheck -x "${scripts[@]}" || status=1
+else
+	echo "lint: shellcheck is not installed (Debian package shellcheck; hack/deps.sh installs it)" >&2
+	status=1
+fi
 
 bash "${ROOT}/hack/tools.sh" lint
 STATICCHECK="$(bash "${ROOT}/hack/tools.sh" path staticcheck)"

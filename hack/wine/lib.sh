@@ -7,9 +7,11 @@
 #   ${RUNHCS_CACHE:-~/.cache/runhcs}/wine/lock                  held while the prefix is in use
 # shellcheck shell=bash
 
+# shellcheck disable=SC2034 # used by the scripts that source this file (setup.sh, exec.sh)
 WINE_HACK="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 WINE_CACHE="${RUNHCS_CACHE:-${HOME}/.cache/runhcs}/wine"
 WINE_PREFIX_DIR="${WINE_CACHE}/prefix"
+# shellcheck disable=SC2034 # used by the scripts that source this file (setup.sh, exec.sh)
 WINE_LOCK="${WINE_CACHE}/lock"
 # Debian's wine64 package installs the 64-bit loader here; /usr/bin/wine (package wine) is only
 # a wrapper that would also want the 32-bit half.

@@ -52,8 +52,10 @@ build_dll() {
 		shift
 	done
 	[[ $# -gt 0 ]] && shift && libs=("$@")
-	sum="$(cat "${srcs[@]}" $(for s in "${srcs[@]}"; do ls "$(dirname "${s}")"/*.h 2>/dev/null; done | sort -u) |
-		sha256sum | cut -d' ' -f1)"
+	# The sources and every header beside them: a changed header rebuilds the DLL too.
+	local headers=()
+	mapfile -t headers < <(for s in "${srcs[@]}"; do ls "$(dirname "${s}")"/*.h 2>/dev/null; done | sort -u)
+	sum="$(cat "${srcs[@]}" "${headers[@]}" | sha256sum | cut -d' ' -f1)"
 	if [[ -f "${dll}" && "$(cat "${dll}.sha256" 2>/dev/null)" == "${sum}" ]]; then
 		return 0
 	fi

@@ -17,7 +17,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "${ROOT}"
+cd "${ROOT}" || exit 1
 # shellcheck source=hack/wine/lib.sh
 source "${ROOT}/hack/wine/lib.sh"
 

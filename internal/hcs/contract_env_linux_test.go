@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/openhcs/runhcs/internal/testenv"
 )
 
 // The contract suite's environment on Linux: the hcsemu daemon built from ./cmd/hcsemu and run
@@ -38,9 +40,7 @@ type contractEnv struct {
 // only when not root and not in CI; anything else that goes wrong fails it.
 func requireContract(t *testing.T) *contractEnv {
 	t.Helper()
-	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
-		t.Skip("the HCS contract suite needs root (chroot, cgroups) and the hcsemu daemon; run as root or with CI=true")
-	}
+	testenv.RequireRoot(t, "the HCS contract suite runs the hcsemu daemon: chroot, cgroups")
 	envOnce.Do(func() { envVal, envErr = startContractEnv() })
 	if envErr != nil {
 		t.Fatalf("contract environment: %v", envErr)

@@ -5,6 +5,8 @@ import (
 	"path"
 	"path/filepath"
 	"testing"
+
+	"github.com/openhcs/runhcs/internal/testenv"
 )
 
 // The contract suite's environment on Windows, as `make test-windows` provides it under Wine:
@@ -23,7 +25,7 @@ func requireContract(t *testing.T) *contractEnv {
 	t.Helper()
 	env := &contractEnv{addr: os.Getenv("HCSEMU_TCP_ADDRESS"), image: os.Getenv("RUNHCS_WINE_IMAGE")}
 	if env.addr == "" || env.image == "" {
-		if os.Getenv("CI") == "true" {
+		if testenv.InCI() {
 			t.Fatal("HCSEMU_TCP_ADDRESS and RUNHCS_WINE_IMAGE are not set: run the suite through make test-windows as root")
 		}
 		t.Skip("no emulator: make test-windows starts hcsemu and sets HCSEMU_TCP_ADDRESS and RUNHCS_WINE_IMAGE when run as root")

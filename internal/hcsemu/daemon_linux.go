@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/containerd/log"
+
+	"github.com/openhcs/runhcs/internal/atomicfile"
 )
 
 // The daemon's wiring (cmd/hcsemu): listeners, engine and server started together, and torn
@@ -57,7 +59,9 @@ func Run(ctx context.Context, cfg Config, addrs Addresses) error {
 	}
 	// The address file last: it tells whoever waits for it that the daemon is ready.
 	if addrs.TCPFile != "" {
-		err = writeFileAtomic(addrs.TCPFile, tln.Addr().String())
+		if err = atomicfile.WriteFile(addrs.TCPFile, []byte(tln.Addr().String()), 0o644); err != nil {
+			err = fmt.Errorf("--tcp-address-file: %w", err)
+		}
 	}
 	if err == nil {
 		log.G(ctx).WithFields(fields).Info("hcsemu: serving")
@@ -79,13 +83,4 @@ func Run(ctx context.Context, cfg Config, addrs Addresses) error {
 		os.Remove(addrs.TCPFile)
 	}
 	return errors.Join(err, cerr)
-}
-
-// writeFileAtomic writes content to path through a temporary file and a rename, so that a
-// reader never sees it half written.
-func writeFileAtomic(path, content string) error {
-	if err := replaceFile(path, []byte(content)); err != nil {
-		return fmt.Errorf("--tcp-address-file: %w", err)
-	}
-	return nil
 }

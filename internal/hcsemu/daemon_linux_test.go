@@ -19,6 +19,8 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu/client"
+
+	"github.com/openhcs/runhcs/internal/testenv"
 )
 
 // These tests run the daemon in-process on a temporary socket and drive it with the real
@@ -28,12 +30,7 @@ import (
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the hcsemu daemon tests need root, and CI runs them as root")
-		}
-		t.Skip("needs root (chroot, cgroups, mounts)")
-	}
+	testenv.RequireRoot(t, "chroot, cgroups, mounts")
 }
 
 // newVolume makes a container volume laid out like the test images' base layer: the workload

@@ -11,6 +11,7 @@ import (
 
 	"github.com/containerd/log"
 
+	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
@@ -46,7 +47,7 @@ func (f *storageFilter) CreateSandbox(ctx context.Context, a wire.LayerArgs) err
 		return errorf(computecore.E_FAIL, "Path: creating %q: %v", p, err)
 	}
 	chain, _ := json.Marshal(a.Parents)
-	if err := replaceFile(filepath.Join(p, "layerchain.json"), chain); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(p, "layerchain.json"), chain, 0o644); err != nil {
 		return errorf(computecore.E_FAIL, "Path: writing the layer chain of %q: %v", p, err)
 	}
 	if err := writeVHDX(disk, defaultVHDXSize); err != nil {

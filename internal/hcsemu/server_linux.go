@@ -13,7 +13,6 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/openhcs/runhcs/internal/computecore"
-	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -265,7 +264,7 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 		}
 		log.G(ctx).WithError(err).Debug("hcsemu: request failed")
 		out.HResult = he.HResult
-		out.Result = resultError(he)
+		out.Result = wire.ResultError(he.HResult, he.Message)
 		for _, f := range files {
 			f.Close()
 		}
@@ -281,13 +280,13 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 				f.Close()
 			}
 			he := &Error{HResult: computecore.E_FAIL, Message: fmt.Sprintf("%s: a reply of type %T cannot carry stdio", f.Method, reply)}
-			out.HResult, out.Result = he.HResult, resultError(he)
+			out.HResult, out.Result = he.HResult, wire.ResultError(he.HResult, he.Message)
 			return out, nil
 		}
 		token, terr := c.stdio.add(ctx, pr, files)
 		if terr != nil {
 			he := AsError(terr)
-			out.HResult, out.Result = he.HResult, resultError(he)
+			out.HResult, out.Result = he.HResult, wire.ResultError(he.HResult, he.Message)
 			return out, nil
 		}
 		pr.StdioToken = token
@@ -297,7 +296,7 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 		b, merr := json.Marshal(reply)
 		if merr != nil {
 			out.HResult = computecore.E_FAIL
-			out.Result = resultError(&Error{HResult: computecore.E_FAIL, Message: merr.Error()})
+			out.Result = wire.ResultError(computecore.E_FAIL, merr.Error())
 			return out, nil
 		}
 		out.Reply = b
@@ -310,14 +309,4 @@ func isProtocolError(err error) bool {
 	var e *Error
 	var hr computecore.HRESULT
 	return !errors.As(err, &e) && !errors.As(err, &hr)
-}
-
-// resultError is HCS's ResultError document for a failure.
-func resultError(e *Error) string {
-	b, _ := json.Marshal(schema2.ResultError{
-		Error:        int32(uint32(e.HResult)),
-		ErrorMessage: e.Message,
-		ErrorEvents:  []schema2.ErrorEvent{{Message: e.Message, Source: "hcsemu"}},
-	})
-	return string(b)
 }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/computecore"
 )
 
@@ -72,21 +73,7 @@ type vhdxHeader struct {
 
 func writeVHDX(path string, size uint64) error {
 	b, _ := json.Marshal(vhdxHeader{Format: vhdxMagic, VirtualSize: size})
-	return replaceFile(path, b)
-}
-
-// replaceFile writes b to path through a temporary file and a rename, so that a reader (or a
-// daemon restarted after a crash) never sees it half written.
-func replaceFile(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return atomicfile.WriteFile(path, b, 0o644)
 }
 
 // readVHDX reads an emulated VHDX's header. A file that is not one is ERROR_FILE_CORRUPT's

@@ -16,6 +16,7 @@ import (
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 
+	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
@@ -113,7 +114,7 @@ func (f *storageFilter) detach(l *activeLayer) error {
 
 func (f *storageFilter) save(l *activeLayer) error {
 	b, _ := json.Marshal(l)
-	if err := replaceFile(f.record(l), b); err != nil {
+	if err := atomicfile.WriteFile(f.record(l), b, 0o600); err != nil {
 		return errorf(computecore.E_FAIL, "recording layer %q: %v", l.Path, err)
 	}
 	return nil

@@ -19,8 +19,10 @@ type Mounter struct {
 	Filter Filter
 }
 
-// Default mounts with internal/wclayer.
-var Default = &Mounter{Filter: wclayerFilter{}}
+// NewMounter returns a Mounter over internal/wclayer's storage filter. There is no
+// package-level Mounter: the shim makes one and passes it down; tests make theirs with a fake
+// Filter.
+func NewMounter() *Mounter { return &Mounter{Filter: wclayerFilter{}} }
 
 // Mount attaches the storage filter over c and returns the volume path the container document
 // names as Container.Storage.Path.

@@ -42,7 +42,7 @@ func (m *manager) Start(ctx context.Context, params *bootapi.BootstrapParams) (*
 		address:   params.GetContainerdGrpcAddress(),
 		debug:     params.GetLogLevel() <= bootapi.LogLevel_LOG_LEVEL_DEBUG,
 	}
-	addr, err := startOrJoin(ctx, f, params.GetContainerdTtrpcAddress())
+	addr, err := defaultLauncher().startOrJoin(ctx, f, params.GetContainerdTtrpcAddress())
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 		}
 		bundle = wd
 	}
-	deps := task.Deps{Host: newHCSHost(hcs.NewHostClient()), Mounter: layers.Default}
+	deps := task.Deps{Host: newHCSHost(hcs.NewHostClient()), Mounter: layers.NewMounter()}
 	pid, err := task.Cleanup(ctx, deps, id, bundle)
 	if err != nil {
 		return cshim.StopStatus{}, err

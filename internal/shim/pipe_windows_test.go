@@ -3,8 +3,10 @@ package shim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,9 +78,14 @@ func TestStartJoinsPodShim(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	got, err := startOrJoin(ctx, startFlags{namespace: ns, id: "app", address: `\\.\pipe\containerd-containerd.ttrpc`}, "")
+	launches := 0
+	ln := launcher{start: func(*exec.Cmd) error { launches++; return errors.New("test: no shim may be started") }}
+	got, err := ln.startOrJoin(ctx, startFlags{namespace: ns, id: "app", address: `\\.\pipe\containerd-containerd.ttrpc`}, "")
 	if err != nil {
 		t.Fatalf("startOrJoin: %v", err)
+	}
+	if launches != 0 {
+		t.Errorf("%d shims started; joining a pod starts none", launches)
 	}
 	if got != podPipe {
 		t.Errorf("address %s, want the pod shim's %s", got, podPipe)

@@ -42,9 +42,9 @@ func registerPlugins() {
 					return nil, err
 				}
 				sd := ss.(shutdown.Service)
-				// The shim's one HCS client, made here and passed down: nothing below keeps
-				// a package-level API.
-				svc := newService(ic.Context, newHCSHost(hcs.NewHostClient()), layers.Default, pp.(cshim.Publisher), sd)
+				// The shim's one HCS client and layer mounter, made here and passed down:
+				// nothing below keeps a package-level one.
+				svc := newService(ic.Context, newHCSHost(hcs.NewHostClient()), layers.NewMounter(), pp.(cshim.Publisher), sd)
 				if address, err := cshim.ReadAddress("address"); err == nil {
 					sd.RegisterCallback(func(context.Context) error { return removeShimSocket(address) })
 				}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 
@@ -15,6 +16,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/openhcs/runhcs/internal/oci"
+
+	"github.com/openhcs/runhcs/internal/atomicfile"
 )
 
 // startFunc starts or joins the pod's shim and returns its address: startOrJoin, or a stand-in
@@ -108,6 +111,15 @@ func shimGroup(bundle, id string) string {
 	return id
 }
 
+// launcher finds or starts a pod's shim.
+type launcher struct {
+	// socketRoot is where shim sockets live (Unix only): containerd's default socket
+	// directory, where 1.7's runc shim puts them too.
+	socketRoot string
+	// start starts a new shim process (startShimProcess; a counting stand-in in tests).
+	start func(cmd *exec.Cmd) error
+}
+
 // startOrJoin returns the address of the shim serving the pod of the task whose bundle is the
 // working directory (containerd runs the start action there): that of the pod's running shim,
 // or of one it starts (launchOrJoin, per OS). Either way it records the address in the
@@ -115,27 +127,18 @@ func shimGroup(bundle, id string) string {
 // (1.7: runtime/v2/shim.go loadShim; 2.x: core/runtime/v2/shim_manager.go
 // restoreBootstrapParams, when there is no bootstrap.json), and a shim reads its own to remove
 // its socket when it exits (run.go).
-func startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
+func (l launcher) startOrJoin(ctx context.Context, f startFlags, _ string) (string, error) {
 	bundle, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("start task %s: working directory (the bundle): %w", f.id, err)
 	}
-	address, err := launchOrJoin(ctx, f, bundle, shimGroup(bundle, f.id))
+	address, err := l.launchOrJoin(ctx, f, bundle, shimGroup(bundle, f.id))
 	if err != nil {
 		return "", err
 	}
-	if err := writeAddress(filepath.Join(bundle, "address"), address); err != nil {
+	// containerd or a shim may read the address file at any time: written atomically.
+	if err := atomicfile.WriteFile(filepath.Join(bundle, "address"), []byte(address), 0o600); err != nil {
 		return "", fmt.Errorf("record shim address %s in bundle %q: %w", address, bundle, err)
 	}
 	return address, nil
-}
-
-// writeAddress writes the address file atomically: containerd or a shim may read it at any
-// time.
-func writeAddress(path, address string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(address), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

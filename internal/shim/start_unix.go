@@ -14,9 +14,19 @@ import (
 	cshim "github.com/containerd/containerd/v2/pkg/shim"
 )
 
-// socketRoot is where shim sockets live: containerd's default socket directory, where 1.7's
-// runc shim puts them too (tests move it).
-var socketRoot = filepath.Join(defaults.DefaultStateDir, "s")
+// defaultLauncher puts shim sockets where containerd's runc shim does and starts real shims.
+func defaultLauncher() launcher {
+	return launcher{socketRoot: filepath.Join(defaults.DefaultStateDir, "s"), start: startShimProcess}
+}
+
+// startShimProcess starts the new shim and lets it go: the start action exits right away, and
+// the shim is re-parented and lives on.
+func startShimProcess(cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}
 
 // launchOrJoin returns the address of the shim of group (a pod), starting it if it is not
 // running. The socket address is derived from the pod as containerd's runc shim derives it (a
@@ -24,8 +34,8 @@ var socketRoot = filepath.Join(defaults.DefaultStateDir, "s")
 // task of the pod finds the socket of the first: if it accepts connections, the task joins
 // that shim. The new shim gets the listening socket as fd 3 (the shim package's serve takes it
 // from there).
-func launchOrJoin(ctx context.Context, f startFlags, bundle, group string) (string, error) {
-	address, err := cshim.CreateSocketAddress(ctx, socketRoot, f.address, group, false)
+func (ln launcher) launchOrJoin(ctx context.Context, f startFlags, bundle, group string) (string, error) {
+	address, err := cshim.CreateSocketAddress(ctx, ln.socketRoot, f.address, group, false)
 	if err != nil {
 		return "", err
 	}
@@ -70,12 +80,10 @@ func launchOrJoin(ctx context.Context, f startFlags, bundle, group string) (stri
 	cmd.ExtraFiles = []*os.File{sf}
 	// Its own process group: a signal to containerd's group must not reach the shim.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err := ln.start(cmd); err != nil {
 		_ = cshim.RemoveSocket(address)
 		return "", fmt.Errorf("start shim: %w", err)
 	}
-	// The start action exits right away; the shim is re-parented and lives on.
-	_ = cmd.Process.Release()
 	return address, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,17 +15,26 @@ import (
 	cshim "github.com/containerd/containerd/v2/pkg/shim"
 )
 
+// countingLauncher is a launcher under dir whose start records the shims it is asked to start
+// and starts none.
+func countingLauncher(dir string) (*launcher, *[]*exec.Cmd) {
+	var started []*exec.Cmd
+	return &launcher{socketRoot: filepath.Join(dir, "s"), start: func(cmd *exec.Cmd) error {
+		started = append(started, cmd)
+		return nil
+	}}, &started
+}
+
 // TestJoinPodShim: a task whose spec names a pod's sandbox gets the address of the shim
-// already serving that pod, and no new shim is started.
+// already serving that pod, and no new shim is started (the launcher is never called).
 func TestJoinPodShim(t *testing.T) {
 	dir := t.TempDir()
-	defer func(r string) { socketRoot = r }(socketRoot)
-	socketRoot = filepath.Join(dir, "s")
+	ln, started := countingLauncher(dir)
 	ctx := namespaces.WithNamespace(context.Background(), "k8s.io")
 	f := startFlags{namespace: "k8s.io", id: "app", address: "/run/containerd/containerd.sock"}
 
 	// The pod's shim, serving on the socket of group "sandbox1".
-	podAddr, err := cshim.CreateSocketAddress(ctx, socketRoot, f.address, "sandbox1", false)
+	podAddr, err := cshim.CreateSocketAddress(ctx, ln.socketRoot, f.address, "sandbox1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,9 +62,12 @@ func TestJoinPodShim(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(bundle)
-	got, err := startOrJoin(ctx, f, "")
+	got, err := ln.startOrJoin(ctx, f, "")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(*started) != 0 {
+		t.Errorf("%d shims started; joining a pod starts none", len(*started))
 	}
 	if got != podAddr {
 		t.Errorf("address %s, want the pod shim's %s", got, podAddr)
@@ -64,6 +77,39 @@ func TestJoinPodShim(t *testing.T) {
 	}
 	if !strings.HasPrefix(got, "unix://") {
 		t.Errorf("address %s is not a unix socket URI", got)
+	}
+}
+
+// TestLaunchPodShim: the first task of a pod, whose socket nobody serves, starts exactly one
+// shim, on that socket, for its own id and namespace; the seam TestJoinPodShim counts with.
+func TestLaunchPodShim(t *testing.T) {
+	dir := t.TempDir()
+	ln, started := countingLauncher(dir)
+	ctx := namespaces.WithNamespace(context.Background(), "k8s.io")
+	f := startFlags{namespace: "k8s.io", id: "sandbox1", address: "/run/containerd/containerd.sock"}
+	bundle := filepath.Join(dir, "sandbox1")
+	if err := os.MkdirAll(bundle, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(bundle)
+	got, err := ln.startOrJoin(ctx, f, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cshim.RemoveSocket(got) })
+	want, _ := cshim.CreateSocketAddress(ctx, ln.socketRoot, f.address, "sandbox1", false)
+	if got != want {
+		t.Errorf("address %s, want %s", got, want)
+	}
+	if len(*started) != 1 {
+		t.Fatalf("%d shims started, want 1", len(*started))
+	}
+	cmd := (*started)[0]
+	if args := strings.Join(cmd.Args[1:], " "); args != "-namespace k8s.io -id sandbox1 -address /run/containerd/containerd.sock" {
+		t.Errorf("shim started with %q", args)
+	}
+	if cmd.Dir != bundle || len(cmd.ExtraFiles) != 1 {
+		t.Errorf("shim started in %q with %d extra files; want the bundle and the listening socket", cmd.Dir, len(cmd.ExtraFiles))
 	}
 }
 

@@ -12,6 +12,10 @@ import (
 	"golang.org/x/sys/windows"
 )
 
+// defaultLauncher starts real shims; start waits for the new shim's pipe, so the process stays
+// this one's child until then.
+func defaultLauncher() launcher { return launcher{start: (*exec.Cmd).Start} }
+
 // pipeAddress is the shim's named pipe (DESIGN.md, wire compatibility; the name hcsshim uses).
 func pipeAddress(namespace, group string) string {
 	return fmt.Sprintf(`\\.\pipe\ProtectedPrefix\Administrators\containerd-shim-%s-%s-pipe`, namespace, group)
@@ -20,7 +24,7 @@ func pipeAddress(namespace, group string) string {
 // launchOrJoin returns the pipe of the shim of group (a pod), starting the shim if the pipe
 // does not answer. The new shim serves on the pipe named by -socket (the shim package's serve on
 // Windows listens there); start waits until it answers before returning its address.
-func launchOrJoin(ctx context.Context, f startFlags, bundle, group string) (string, error) {
+func (l launcher) launchOrJoin(ctx context.Context, f startFlags, bundle, group string) (string, error) {
 	address := pipeAddress(f.namespace, group)
 	short := 100 * time.Millisecond
 	if c, err := winio.DialPipe(address, &short); err == nil {
@@ -39,7 +43,7 @@ func launchOrJoin(ctx context.Context, f startFlags, bundle, group string) (stri
 	cmd.Dir = bundle
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=2")
 	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.DETACHED_PROCESS}
-	if err := cmd.Start(); err != nil {
+	if err := l.start(cmd); err != nil {
 		return "", fmt.Errorf("start shim: %w", err)
 	}
 	exited := make(chan error, 1)

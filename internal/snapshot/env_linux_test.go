@@ -8,15 +8,15 @@ import (
 	"testing"
 
 	"github.com/openhcs/runhcs/internal/wclayer"
+
+	"github.com/openhcs/runhcs/internal/testenv"
 )
 
 // requireRoot skips tests that import or mount layers (trusted.* xattrs, whiteout device
 // nodes, overlayfs) when not root, unless CI=true, where they must run.
 func requireRoot(tb testing.TB) {
 	tb.Helper()
-	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
-		tb.Skip("needs root (trusted.* xattrs, mknod, mount)")
-	}
+	testenv.RequireRoot(tb, "trusted.* xattrs, mknod, mount")
 }
 
 // testListener is where TestGRPC serves: a unix socket, as containerd's proxy_plugins reach the

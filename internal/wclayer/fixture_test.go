@@ -9,20 +9,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openhcs/runhcs/internal/testenv"
 )
 
 // requireRoot skips tests that need CAP_SYS_ADMIN (trusted.* xattrs, whiteout device nodes,
 // mounts) when not root, unless CI=true, where they must run.
 func requireRoot(tb testing.TB) {
 	tb.Helper()
-	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
-		tb.Skip("needs root (trusted.* xattrs, mknod, mount)")
-	}
+	testenv.RequireRoot(tb, "trusted.* xattrs, mknod, mount")
 }
 
 // fent is one entry of a fixture tar.

@@ -13,15 +13,15 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/openhcs/runhcs/internal/wclayer"
+
+	"github.com/openhcs/runhcs/internal/testenv"
 )
 
 // TestImportWithWclayer feeds the layers this package writes to the importer the snapshotter's
 // differ uses, so a format mismatch between the test images and runhcs shows up here and not as
 // an end-to-end failure.
 func TestImportWithWclayer(t *testing.T) {
-	if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
-		t.Skip("layer import sets ownership and needs root")
-	}
+	testenv.RequireRoot(t, "layer import sets ownership")
 	img := Default([]byte("WORKLOAD"))
 	img.Layers = append(img.Layers, Layer{Entries: []Entry{
 		{Path: "Files/workload/workload.exe", Whiteout: true},

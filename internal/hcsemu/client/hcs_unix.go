@@ -3,7 +3,6 @@
 package client
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -100,17 +99,7 @@ type call struct {
 
 // errorFrame is the response a call gets when the daemon cannot answer.
 func errorFrame(hr computecore.HRESULT, msg string) *wire.Frame {
-	return &wire.Frame{HResult: hr, Result: resultErrorDoc(hr, msg)}
-}
-
-// resultErrorDoc is HCS's ResultError document.
-func resultErrorDoc(hr computecore.HRESULT, msg string) string {
-	b, _ := json.Marshal(struct {
-		Error        int32
-		ErrorMessage string
-		ErrorEvents  []struct{ Message string }
-	}{int32(uint32(hr)), msg, []struct{ Message string }{{msg}}})
-	return string(b)
+	return &wire.Frame{HResult: hr, Result: wire.ResultError(hr, msg)}
 }
 
 // start sends a request; complete is called exactly once, with the response or with an

@@ -2,8 +2,9 @@
 // (internal/hcsemu/client), and the daemon's default address.
 //
 // It is the neutral leaf both sides import. Of this project's packages it imports only
-// internal/computecore, the bare HCS API surface (which imports nothing of the project's), for
-// the typed HRESULT and event type the frames carry.
+// internal/computecore, the bare HCS API surface, for the typed HRESULT and event type the
+// frames carry, and internal/hcs/schema2 for the ResultError document of a failure; neither
+// imports anything of the project's.
 //
 // The transport is one unix stream socket per client process. Every message is a Frame: a 4-byte
 // big-endian length, then that many bytes of JSON. A client sends requests ({id, method, args});

@@ -16,6 +16,8 @@ import (
 
 	"github.com/openhcs/runhcs/internal/layers"
 	"github.com/openhcs/runhcs/internal/oci"
+
+	"github.com/openhcs/runhcs/internal/atomicfile"
 )
 
 // StateFile is what a task leaves in its bundle so that the `delete` action, run by
@@ -51,13 +53,8 @@ func writeState(bundle string, st *bundleState) error {
 	if err != nil {
 		return err
 	}
-	p := filepath.Join(bundle, StateFile)
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("write task state %q: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return fmt.Errorf("write task state %q: %w", p, err)
+	if err := atomicfile.WriteFile(filepath.Join(bundle, StateFile), b, 0o600); err != nil {
+		return fmt.Errorf("task state: %w", err)
 	}
 	return nil
 }

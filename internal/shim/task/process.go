@@ -85,6 +85,38 @@ func (p *Process) transition(op func(procState) (procState, error)) error {
 	return nil
 }
 
+// ask returns the current state's answer to a question (canExec, canDeleteTask).
+func (p *Process) ask(question func(procState) error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return question(p.state)
+}
+
+// check reports whether op is legal now, without committing it: for an operation whose HCS
+// call is made without the lock and committed afterwards with commitFrom.
+func (p *Process) check(op func(procState) (procState, error)) (from procState, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, err = op(p.state)
+	return p.state, err
+}
+
+// commitFrom commits op, checked legal from the state from, unless the state changed since
+// (the process exited meanwhile: stopped wins). It reports whether op was committed.
+func (p *Process) commitFrom(from procState, op func(procState) (procState, error)) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state == from && p.transition(op) == nil
+}
+
+// delete commits the delete transition and returns the final status.
+func (p *Process) delete() (Status, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	err := p.transition(procState.delete)
+	return p.statusLocked().deletedStatus(), err
+}
+
 // Status is a process's state as the task API reports it.
 type Status struct {
 	State      string // the lifecycle state: created, starting, running, paused, stopped, deleted

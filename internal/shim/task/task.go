@@ -138,10 +138,7 @@ func (t *Task) Execs() []*Process {
 
 // Exec adds the exec execID, created, not started; the task's init process must be running.
 func (t *Task) Exec(execID string, spec *specs.Process, io stdio.Config) error {
-	t.init.mu.Lock()
-	err := t.init.state.canExec()
-	t.init.mu.Unlock()
-	if err != nil {
+	if err := t.init.ask(procState.canExec); err != nil {
 		return fmt.Errorf("exec %q in task %s: %w", execID, t.id, err)
 	}
 	t.mu.Lock()
@@ -224,11 +221,7 @@ func (t *Task) Resume(ctx context.Context) error {
 // pauseResume checks the transition, makes the HCS call without the lock, and commits the
 // transition unless the state changed meanwhile (the process exited: stopped wins).
 func (t *Task) pauseResume(ctx context.Context, op string, transition func(procState) (procState, error), call func(context.Context) error) error {
-	p := t.init
-	p.mu.Lock()
-	from := p.state
-	_, err := transition(from)
-	p.mu.Unlock()
+	from, err := t.init.check(transition)
 	if err != nil {
 		return fmt.Errorf("%s task %s: %w", op, t.id, err)
 	}
@@ -237,11 +230,7 @@ func (t *Task) pauseResume(ctx context.Context, op string, transition func(procS
 	if err := call(cctx); err != nil {
 		return fmt.Errorf("%s compute system %q: %w", op, t.id, err)
 	}
-	p.mu.Lock()
-	if p.state == from {
-		_ = p.transition(transition) // legal from `from`, checked above
-	}
-	p.mu.Unlock()
+	t.init.commitFrom(from, transition)
 	return nil
 }
 
@@ -255,44 +244,34 @@ func (t *Task) Delete(ctx context.Context, execID string) (Status, error) {
 		return Status{}, err
 	}
 	if execID != "" {
-		p.mu.Lock()
-		err := p.transition(procState.delete)
-		st := p.statusLocked()
-		p.mu.Unlock()
+		st, err := p.delete()
 		if err != nil {
 			return Status{}, fmt.Errorf("delete exec %q of task %s: %w", execID, t.id, err)
 		}
 		t.mu.Lock()
 		delete(t.execs, execID)
 		t.mu.Unlock()
-		return st.deletedStatus(), nil
+		return st, nil
 	}
 
-	p.mu.Lock()
-	_, err = p.state.delete() // checked now, committed once the resources are released
-	p.mu.Unlock()
-	if err != nil {
+	// Checked now, committed once the resources are released.
+	if _, err := p.check(procState.delete); err != nil {
 		return Status{}, fmt.Errorf("delete task %s: %w", t.id, err)
 	}
 	for _, e := range t.Execs() {
-		e.mu.Lock()
-		err := e.state.canDeleteTask()
-		e.mu.Unlock()
-		if err != nil {
+		if err := e.ask(procState.canDeleteTask); err != nil {
 			return Status{}, fmt.Errorf("delete task %s: exec %q: %w", t.id, e.execID, err)
 		}
 	}
 	if err := t.cleanup(ctx); err != nil {
 		return Status{}, fmt.Errorf("delete task %s: %w", t.id, err)
 	}
-	p.mu.Lock()
-	if err := p.transition(procState.delete); err != nil {
+	st, err := p.delete()
+	if err != nil {
 		// Deleted twice concurrently: the other Delete committed it first.
 		p.logger(ctx).WithError(err).Debug("delete")
 	}
-	st := p.statusLocked()
-	p.mu.Unlock()
-	return st.deletedStatus(), nil
+	return st, nil
 }
 
 // afterInitExit runs when the init process exited, before its exit is published: as in

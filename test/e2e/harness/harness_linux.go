@@ -18,6 +18,8 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+
+	"github.com/openhcs/runhcs/internal/testenv"
 )
 
 // Options tune Start. The zero value runs containerd as chosen by $RUNHCS_E2E_CONTAINERD
@@ -77,13 +79,7 @@ var (
 // never skip in CI.
 func RequireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("end-to-end tests need root (mounts, chroot, cgroups), and CI must not skip them")
-	}
-	t.Skip("end-to-end tests need root")
+	testenv.RequireRoot(t, "end-to-end tests: mounts, chroot, cgroups")
 }
 
 // ContainerdVersion is the version Start runs when Options.Containerd is empty.
