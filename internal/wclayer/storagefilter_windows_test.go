@@ -57,6 +57,17 @@ func TestStorageFilterWindows(t *testing.T) {
 	if err := CreateScratch(ctx, scratch, parents, 0); err != nil {
 		t.Fatal(err)
 	}
+	// A base layer that can boot a utility VM: its UtilityVM folder is processed into the
+	// template that CreateUVMScratch copies.
+	if err := os.MkdirAll(filepath.Join(base, UtilityVMDir, FilesDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := hcsshim.ProcessUtilityVMImage(filepath.Join(base, UtilityVMDir)); err != nil {
+		t.Fatalf("ProcessUtilityVMImage: %v", err)
+	}
+	if err := CreateUVMScratch(ctx, filepath.Join(scratch, "vm"), parents); err != nil {
+		t.Fatalf("CreateUVMScratch: %v", err)
+	}
 	vol, err := Mount(ctx, scratch, parents)
 	if err != nil {
 		t.Fatalf("Mount: %v", err)
