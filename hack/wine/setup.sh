@@ -6,9 +6,10 @@
 #   2. bcryptprimitives.dll built from hack/wine/bcryptprimitives.c and winecompat.c (rebuilt when
 #      the source changes)
 #   3. a private Wine prefix under ${RUNHCS_CACHE:-~/.cache/runhcs}/wine/prefix (about 11 s the first time)
-#   4. computecore.dll, the stand-in HCS API that forwards to hcsemu over TCP
-#      (hack/wine/computecore/, see hack/wine/README.md)
-#   5. both DLLs copied into the prefix's drive_c/windows/system32
+#   4. computecore.dll, the stand-in HCS API, and vmcompute.dll, the stand-in layer API, that
+#      forward to hcsemu over TCP (hack/wine/computecore/, hack/wine/vmcompute/, and what they
+#      share in hack/wine/common/; see hack/wine/README.md)
+#   5. the DLLs copied into the prefix's drive_c/windows/system32
 #
 # Why the DLL: Go >= 1.22 on Windows needs ProcessPrng from bcryptprimitives.dll, which Wine 8
 # (Debian 12) lacks; see bcryptprimitives.c. It also carries Wine 8 fixes (winecompat.c).
@@ -102,8 +103,13 @@ wine_env
 # One setup at a time, and none while a test binary uses the prefix (exec.sh holds the lock).
 exec {lockfd}>"${WINE_LOCK}"
 flock "${lockfd}"
-build_dll bcryptprimitives.dll "${WINE_HACK}/bcryptprimitives.c" "${WINE_HACK}/winecompat.c"
-build_dll computecore.dll "${WINE_HACK}/computecore/computecore.c" "${WINE_HACK}/computecore/json.c" -- -lws2_32
+build_dll bcryptprimitives.dll "${WINE_HACK}/bcryptprimitives.c" "${WINE_HACK}/winecompat.c" \
+	"${WINE_HACK}/winebackup.c"
+build_dll computecore.dll "${WINE_HACK}/computecore/computecore.c" "${WINE_HACK}/common/json.c" \
+	"${WINE_HACK}/common/emu.c" -- -lws2_32
+build_dll vmcompute.dll "${WINE_HACK}/vmcompute/layers.c" "${WINE_HACK}/common/json.c" "${WINE_HACK}/common/emu.c" \
+	-- -lws2_32
 make_prefix
 install_dll bcryptprimitives.dll
 install_dll computecore.dll
+install_dll vmcompute.dll

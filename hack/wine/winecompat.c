@@ -21,6 +21,9 @@
  *
  * An export table holds 32-bit offsets from the module's base, so the wrapper is reached
  * through a small jump stub allocated within 4 GiB above ntdll.
+ *
+ * BackupRead and BackupWrite, which Wine 8 does not implement, are filled in the same way, in
+ * kernel32's export table (winebackup.c).
  */
 #include <windows.h>
 #include <winternl.h>
@@ -106,27 +109,36 @@ static BYTE *stub_near(BYTE *base, SIZE_T image_size, void *target)
 	return NULL;
 }
 
+BOOL winecompat_patch_export(BYTE *module, const char *name, void *wrapper)
+{
+	IMAGE_NT_HEADERS64 *nt = (IMAGE_NT_HEADERS64 *)(module + ((IMAGE_DOS_HEADER *)module)->e_lfanew);
+	DWORD *slot = export_slot(module, name), old;
+	BYTE *stub;
+
+	if (slot == NULL)
+		return FALSE;
+	stub = stub_near(module, nt->OptionalHeader.SizeOfImage, wrapper);
+	if (stub == NULL)
+		return FALSE;
+	if (!VirtualProtect(slot, sizeof(*slot), PAGE_READWRITE, &old))
+		return FALSE;
+	*slot = (DWORD)(stub - module);
+	VirtualProtect(slot, sizeof(*slot), old, &old);
+	return TRUE;
+}
+
 BOOL winecompat_install(void)
 {
 	BYTE *ntdll = (BYTE *)GetModuleHandleW(L"ntdll.dll");
-	IMAGE_NT_HEADERS64 *nt;
-	DWORD *slot, old;
-	BYTE *stub;
+	DWORD *slot;
 
-	/* Only under Wine: Windows has FileDispositionInformationEx and must not be patched. */
+	/* Only under Wine: Windows has all of it and must not be patched. */
 	if (ntdll == NULL || GetProcAddress((HMODULE)ntdll, "wine_get_version") == NULL)
 		return TRUE;
 	slot = export_slot(ntdll, "NtSetInformationFile");
 	if (slot == NULL)
 		return FALSE;
 	real_set_information_file = (set_information_file_fn)(void *)(ntdll + *slot);
-	nt = (IMAGE_NT_HEADERS64 *)(ntdll + ((IMAGE_DOS_HEADER *)ntdll)->e_lfanew);
-	stub = stub_near(ntdll, nt->OptionalHeader.SizeOfImage, (void *)compat_set_information_file);
-	if (stub == NULL)
-		return FALSE;
-	if (!VirtualProtect(slot, sizeof(*slot), PAGE_READWRITE, &old))
-		return FALSE;
-	*slot = (DWORD)(stub - ntdll);
-	VirtualProtect(slot, sizeof(*slot), old, &old);
-	return TRUE;
+	return winecompat_patch_export(ntdll, "NtSetInformationFile", (void *)compat_set_information_file) &&
+	       winebackup_install();
 }

@@ -7,4 +7,11 @@
 /* winecompat_install patches what Go programs need from Wine 8; FALSE if it could not. */
 BOOL winecompat_install(void);
 
+/* winecompat_patch_export points module's export name at wrapper (through a jump stub near the
+ * module, as export entries are 32-bit offsets); FALSE if it could not. */
+BOOL winecompat_patch_export(BYTE *module, const char *name, void *wrapper);
+
+/* winebackup_install fills in BackupRead and BackupWrite (winebackup.c). */
+BOOL winebackup_install(void);
+
 #endif

@@ -21,10 +21,16 @@
 //     /sys/fs/cgroup/<controller>/hcsemu/<daemon instance>/<system> for limits, pause
 //     (freezer), statistics and killing; processes are forked from one locked thread inside the
 //     groups, with Pdeathsig, so they die with the daemon.
+//   - storage.go, storage_linux.go, layerfiles_linux.go: the storage
+//     filter (vmcompute.dll's layer functions): activated and prepared layers as overlayfs
+//     volumes named \\?\Volume{GUID}\ under <root>/volumes, which Container.Storage.Path
+//     resolves to; scratch disks as emulated VHDX files; recorded on disk so that a restarted
+//     daemon detaches what a dead one left.
 //   - server_linux.go: connections, concurrent requests, per-connection event queues, and
 //     turning a method's answer into the response frame.
 //   - dispatch_linux.go: the dispatch table from wire method name to the method serving it;
-//     methods_compute_linux.go: its entries for compute systems and processes. A new group of
+//     methods_compute_linux.go and methods_storage_linux.go: its entries for compute systems and
+//     processes, and for the storage filter. A new group of
 //     wire methods is a new methods_*_linux.go file adding its own entries.
 //   - unix_linux.go: the unix socket transport, stdio sent as descriptors.
 //   - tcp_linux.go, listen.go: the loopback TCP transport (--tcp-address): the same handler,

@@ -61,6 +61,7 @@ type Engine struct {
 	hns      *hnsState
 	instance atomic.Uint64
 	cleanup  sync.WaitGroup
+	storage  *storageFilter
 
 	mu      sync.Mutex
 	systems map[string]*system
@@ -112,13 +113,23 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		lock.Close()
 		return nil, fmt.Errorf("hcsemu: HNS: %w", err)
 	}
+	hns := newHNS(dp)
+	// Layers a dead daemon of this root attached are detached before anything is served.
+	storage, err := newStorageFilter(ctx, root)
+	if err != nil {
+		hns.close(ctx)
+		cg.removeBase()
+		lock.Close()
+		return nil, err
+	}
 	return &Engine{
+		storage:  storage,
 		lock:     lock,
 		cfg:      cfg,
 		hostCPUs: runtime.NumCPU(),
 		cg:       cg,
 		sp:       newSpawner(),
-		hns:      newHNS(dp),
+		hns:      hns,
 		systems:  map[string]*system{},
 	}, nil
 }
@@ -164,13 +175,25 @@ func statDir(p string) error {
 	return nil
 }
 
+// statPath checks a folder a document names: a volume path the storage filter mounted (its
+// mount point), else a path on this machine.
+func (e *Engine) statPath(p string) error {
+	if target, ok, err := e.storage.resolve(p); ok {
+		if err != nil {
+			return err
+		}
+		p = target
+	}
+	return statDir(p)
+}
+
 // CreateSystem validates doc and creates the system in state Created, held by sub. Nothing is
 // left behind when it fails.
 func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscriber) (wire.SystemReply, error) {
 	if id == "" {
 		return wire.SystemReply{}, errorf(computecore.E_INVALIDARG, "id: a compute system needs an id")
 	}
-	cs, err := ValidateComputeSystem(doc, e.hostCPUs, statDir)
+	cs, err := ValidateComputeSystem(doc, e.hostCPUs, e.statPath)
 	if err != nil {
 		return wire.SystemReply{}, err
 	}
@@ -184,6 +207,12 @@ func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscribe
 	}
 	if cs.Container != nil && cs.Container.Storage != nil {
 		s.volPath = cs.Container.Storage.Path
+		if target, ok, err := e.storage.resolve(s.volPath); ok {
+			if err != nil {
+				return wire.SystemReply{}, errorf(computecore.E_PATH_NOT_FOUND, "Container.Storage.Path: %q: %v", s.volPath, err)
+			}
+			s.volPath = target
+		}
 	}
 
 	e.mu.Lock()
@@ -821,6 +850,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 	e.cleanup.Wait()
 	var errs []error
+	if err := e.storage.close(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if err := e.hns.close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("HNS: %w", err))
 	}

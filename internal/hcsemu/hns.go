@@ -2,7 +2,6 @@ package hcsemu
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -126,14 +125,6 @@ func canonicalGUID(field, s string) (string, error) {
 		return "", hcnErrorf(computenetwork.HCN_E_GUID_CONVERSION_FAILURE, "%s: %v", field, err)
 	}
 	return g.String(), nil
-}
-
-func newGUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // pickID decides a new object's id: the call's id when not zero, else the document's, else a new

@@ -108,6 +108,13 @@ func importWindows(ctx context.Context, r io.Reader, layer string, parents []str
 		size, err = layerAPI.ImportLayerFromTar(ctx, pr, layer, parents)
 		return err
 	})
+	if ierr != nil {
+		// The importer may stop at an entry that is only a symptom (a file under a path it
+		// could not create) of a hostile tar whose refused entry comes later: the checker reads
+		// on to the end, so that such a tar is refused as one, as on Linux, whatever the
+		// importer tripped over first.
+		_, _ = io.Copy(io.Discard, pr)
+	}
 	pr.CloseWithError(errImporterDone)
 	cerr := <-checked
 	switch {

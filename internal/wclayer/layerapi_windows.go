@@ -12,8 +12,11 @@ import (
 
 // LayerAPI is every call this package makes into Microsoft's layer APIs on Windows, by layer
 // folder path. The default is hcsshim's (its root package's layer functions over vmcompute.dll,
-// and pkg/ociwclayer over the backup APIs) with go-winio's privilege calls; SetLayerAPI
-// replaces it in tests, because none of it works outside Windows (nor under Wine).
+// and pkg/ociwclayer over the backup APIs) with go-winio's privilege calls. Under Wine the
+// layer functions reach hcsemu's storage filter through hack/wine's stand-in vmcompute.dll
+// (storagefilter_windows_test.go runs them), but the backup APIs and privileges that import
+// and export need do not work there yet, so SetLayerAPI replaces the whole API in the tests
+// that import or export.
 type LayerAPI interface {
 	// EnablePrivileges enables privileges for the whole process (winio.EnableProcessPrivileges).
 	EnablePrivileges(names []string) error

@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "../common/emu.h"
 
 #define EXPORT __declspec(dllexport)
 
@@ -98,6 +98,9 @@ enum {
 #define HR_SERVICE_DISCONNECT ((HRESULT)0x8037011EL)
 #define HR_PROTOCOL_ERROR ((HRESULT)0x80370111L)
 
+/* CLOSE_WAIT_MS bounds how long closing a handle waits for the daemon's answer. */
+#define CLOSE_WAIT_MS 30000
+
 /* ---- handles ---- */
 
 struct sys {
@@ -124,8 +127,7 @@ struct proc {
 	char *exit_doc;
 	HANDLE exited_ev;
 	int closed;
-	/* The stdin relay's events (see relay_stdin), or NULL: set to make it finish, set when done. */
-	HANDLE stdin_finish, stdin_done;
+	struct relay *stdin_relay; /* this handle's stdin stream, for CloseHandle(StdIn) */
 	struct proc *next;
 };
 
@@ -187,55 +189,6 @@ static struct proc *procs;
 static struct work *work_head, *work_tail;
 static int dispatcher_started;
 
-/* ---- strings ---- */
-
-static char *utf8_of(PCWSTR w)
-{
-	int n;
-	char *s;
-
-	if (w == NULL)
-		return NULL;
-	n = WideCharToMultiByte(CP_UTF8, 0, w, -1, NULL, 0, NULL, NULL);
-	s = malloc(n > 0 ? (size_t)n : 1);
-	if (s == NULL)
-		return NULL;
-	if (n <= 0)
-		s[0] = 0;
-	else
-		WideCharToMultiByte(CP_UTF8, 0, w, -1, s, n, NULL, NULL);
-	return s;
-}
-
-/* wide_of converts UTF-8 to UTF-16, with LocalAlloc when the caller frees it with LocalFree. */
-static WCHAR *wide_of(const char *s, int local)
-{
-	int n;
-	WCHAR *w;
-
-	if (s == NULL)
-		return NULL;
-	n = MultiByteToWideChar(CP_UTF8, 0, s, -1, NULL, 0);
-	if (n <= 0)
-		return NULL;
-	w = local ? LocalAlloc(LMEM_FIXED, (SIZE_T)n * sizeof(WCHAR)) : malloc((size_t)n * sizeof(WCHAR));
-	if (w != NULL)
-		MultiByteToWideChar(CP_UTF8, 0, s, -1, w, n);
-	return w;
-}
-
-static char *dup_str(const char *s)
-{
-	char *d;
-
-	if (s == NULL)
-		return NULL;
-	d = malloc(strlen(s) + 1);
-	if (d != NULL)
-		strcpy(d, s);
-	return d;
-}
-
 /* ---- references (all under mu) ---- */
 
 static void sys_release(struct sys *s)
@@ -248,17 +201,16 @@ static void sys_release(struct sys *s)
 	free(s);
 }
 
+static void relay_release(struct relay *r);
+
 static void proc_release(struct proc *p)
 {
 	if (p == NULL || --p->refs > 0)
 		return;
+	relay_release(p->stdin_relay);
 	free(p->sys_id);
 	free(p->exit_doc);
 	CloseHandle(p->exited_ev);
-	if (p->stdin_finish != NULL)
-		CloseHandle(p->stdin_finish);
-	if (p->stdin_done != NULL)
-		CloseHandle(p->stdin_done);
 	free(p);
 }
 
@@ -368,176 +320,148 @@ static void complete_op(struct op *o, HRESULT hr, char *result)
 
 /* ---- the connection ---- */
 
-static int send_all(SOCKET s, const char *p, int n)
-{
-	while (n > 0) {
-		int k = send(s, p, n, 0);
-
-		if (k <= 0)
-			return 0;
-		p += k;
-		n -= k;
-	}
-	return 1;
-}
-
-static int recv_all(SOCKET s, char *p, int n)
-{
-	while (n > 0) {
-		int k = recv(s, p, n, 0);
-
-		if (k <= 0)
-			return 0;
-		p += k;
-		n -= k;
-	}
-	return 1;
-}
-
 static int send_frame(SOCKET s, const char *json, size_t n)
 {
-	unsigned char hdr[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16), (unsigned char)(n >> 8),
-				(unsigned char)n};
 	int ok;
 
 	EnterCriticalSection(&send_mu);
-	ok = send_all(s, (const char *)hdr, 4) && send_all(s, json, (int)n);
+	ok = frame_write(s, json, n);
 	LeaveCriticalSection(&send_mu);
 	return ok;
 }
 
-/* dial connects to $HCSEMU_TCP_ADDRESS. */
-static SOCKET dial(void)
-{
-	char addr[256], *colon;
-	struct addrinfo hints, *res = NULL, *ai;
-	SOCKET s = INVALID_SOCKET;
-	DWORD n = GetEnvironmentVariableA("HCSEMU_TCP_ADDRESS", addr, sizeof(addr));
-
-	if (n == 0 || n >= sizeof(addr))
-		return INVALID_SOCKET;
-	colon = strrchr(addr, ':');
-	if (colon == NULL)
-		return INVALID_SOCKET;
-	*colon = 0;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	if (getaddrinfo(addr, colon + 1, &hints, &res) != 0)
-		return INVALID_SOCKET;
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		s = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-		if (s == INVALID_SOCKET)
-			continue;
-		if (connect(s, ai->ai_addr, (int)ai->ai_addrlen) == 0)
-			break;
-		closesocket(s);
-		s = INVALID_SOCKET;
-	}
-	freeaddrinfo(res);
-	if (s != INVALID_SOCKET) {
-		BOOL one = TRUE;
-
-		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, (const char *)&one, sizeof(one));
-	}
-	return s;
-}
-
 /* ---- stdio relays ---- */
 
-/*
- * The caller's pipes get a buffer of their own rather than the system's default size (0), which
- * Wine 8 takes literally: its writes wait for the reader (hack/wine/README.md).
- */
-#define PIPE_BUFFER (64 << 10)
-
 struct relay {
+	LONG refs; /* the thread's, and the process handle's for a stdin relay */
 	SOCKET s;
 	HANDLE h;
-	/* stdin only: finish (set by CloseHandle(StdIn)) and done (set once the daemon has it all). */
-	HANDLE finish, done;
+	int in; /* 1: pipe -> socket (stdin); 0: socket -> pipe (stdout, stderr) */
+	HANDLE thread;
+	HANDLE done;	/* set once a stdin relay has ended and the daemon took all of it */
+	volatile LONG stopping; /* CloseHandle(StdIn) asked the stdin relay to finish */
 };
 
-/* relay_out copies a stream from the daemon into the caller's pipe (stdout, stderr). */
-static DWORD WINAPI relay_out(void *arg)
+static void relay_release(struct relay *r)
+{
+	if (r == NULL || InterlockedDecrement(&r->refs) > 0)
+		return;
+	CloseHandle(r->thread);
+	CloseHandle(r->done);
+	free(r);
+}
+
+/* drain_stdin sends what is in the stdin pipe now, without waiting for more. */
+static void drain_stdin(struct relay *r, char *b, DWORD size)
+{
+	DWORD avail, n;
+
+	while (PeekNamedPipe(r->h, NULL, 0, NULL, &avail, NULL) && avail > 0) {
+		if (!ReadFile(r->h, b, avail < size ? avail : size, &n, NULL) || n == 0)
+			return;
+		if (!send_all(r->s, b, (int)n))
+			return;
+	}
+}
+
+static DWORD WINAPI relay_thread(void *arg)
 {
 	struct relay *r = arg;
 	char b[16384];
 
 	for (;;) {
 		DWORD n;
-		int k = recv(r->s, b, sizeof(b), 0);
 
-		if (k <= 0 || !WriteFile(r->h, b, (DWORD)k, &n, NULL))
-			break;
-	}
-	closesocket(r->s);
-	CloseHandle(r->h);
-	free(r);
-	return 0;
-}
-
-/*
- * relay_stdin copies what the caller writes into its stdin pipe to the daemon, until the caller
- * closes its end, the daemon goes, or HcsModifyProcess(CloseHandle StdIn) sets finish. In the last
- * case what the caller wrote before that call still reaches the process, as it does on Windows,
- * where the caller writes straight into the process's stdin pipe: the relay sends what is left in
- * the pipe, half-closes the connection (the daemon closes the process's stdin at that end of
- * input) and waits for the daemon to close it in turn, which it does once it has written
- * everything to the process's side; only then is done set and the request sent. A blocking
- * ReadFile could not tell "nothing left" from "more later" and cannot be woken, so the relay asks
- * PeekNamedPipe and, while the pipe is empty, waits on finish, backing off to 20 ms when idle.
- */
-static DWORD WINAPI relay_stdin(void *arg)
-{
-	struct relay *r = arg;
-	char b[16384];
-	DWORD idle = 1, timeout = 30000;
-	int finishing = 0;
-
-	for (;;) {
-		DWORD avail = 0, n;
-
-		if (!PeekNamedPipe(r->h, NULL, 0, NULL, &avail, NULL))
-			break; /* the caller closed its end and everything was read */
-		if (avail > 0) {
-			if (!ReadFile(r->h, b, avail < sizeof(b) ? avail : sizeof(b), &n, NULL) || !send_all(r->s, b, (int)n))
+		if (r->in) {
+			/* After CloseHandle(StdIn) (relay_finish), what the caller wrote before it is
+			 * sent, and nothing after. */
+			if (r->stopping) {
+				drain_stdin(r, b, sizeof(b));
 				break;
-			idle = 1;
-			continue;
+			}
+			if (!ReadFile(r->h, b, sizeof(b), &n, NULL) || n == 0) {
+				if (r->stopping && GetLastError() == ERROR_OPERATION_ABORTED)
+					continue;
+				break;
+			}
+			if (!send_all(r->s, b, (int)n))
+				break;
+		} else {
+			int k = recv(r->s, b, sizeof(b), 0);
+
+			if (k <= 0)
+				break;
+			if (!WriteFile(r->h, b, (DWORD)k, &n, NULL))
+				break;
 		}
-		/* Empty after finish was seen: everything written before it is sent. */
-		if (finishing)
-			break;
-		/* Set finish: one more look, since the caller may have written after the last one. */
-		finishing = WaitForSingleObject(r->finish, idle) == WAIT_OBJECT_0;
-		if (idle < 20)
-			idle *= 2;
 	}
-	shutdown(r->s, SD_SEND); /* end of input for the process */
-	setsockopt(r->s, SOL_SOCKET, SO_RCVTIMEO, (const char *)&timeout, sizeof(timeout));
-	while (recv(r->s, b, sizeof(b), 0) > 0)
-		; /* the daemon sends nothing on this stream; its close says it has written all */
+	if (r->in) {
+		shutdown(r->s, SD_SEND); /* end of input for the process */
+		if (r->stopping) {
+			/* The daemon closes the stream once all of it is in the process's pipe. */
+			DWORD ms = 10000;
+
+			setsockopt(r->s, SOL_SOCKET, SO_RCVTIMEO, (const char *)&ms, sizeof(ms));
+			while (recv(r->s, b, sizeof(b), 0) > 0)
+				;
+		}
+		SetEvent(r->done);
+	}
 	closesocket(r->s);
 	CloseHandle(r->h);
-	SetEvent(r->done);
-	CloseHandle(r->finish);
-	CloseHandle(r->done);
-	free(r);
+	relay_release(r);
 	return 0;
 }
 
 /*
- * attach_stdio connects one std stream and returns the caller's end of its pipe, or NULL. For
- * stdin it gives p the relay's finish and done events.
+ * relay_finish ends a stdin relay for CloseHandle(StdIn): the bytes the caller wrote before are
+ * relayed, the stream is half-closed, and the call returns once the daemon has all of them, so
+ * that the daemon's CloseHandle that follows cannot overtake them (on Windows the caller writes
+ * straight into the process's pipe, so nothing can be in flight). A blocked read is woken with
+ * CancelSynchronousIo, retried because the thread may be just about to block.
  */
-static HANDLE attach_stdio(const char *token, int slot, struct proc *p)
+static void relay_finish(struct relay *r)
+{
+	int i;
+
+	InterlockedExchange(&r->stopping, 1);
+	for (i = 0; i < 1000; i++) {
+		CancelSynchronousIo(r->thread);
+		if (WaitForSingleObject(r->done, 10) == WAIT_OBJECT_0)
+			break;
+	}
+}
+
+/* is_close_stdin says a ModifyProcess settings document is CloseHandle of StdIn
+ * (schema2.ProcessModifyRequest). */
+static int is_close_stdin(PCWSTR settings)
+{
+	char *s = utf8_of(settings), *op = NULL, *h = NULL;
+	struct jv doc, v, c;
+	int yes = 0;
+
+	if (s == NULL)
+		return 0;
+	doc.p = s;
+	doc.end = s + strlen(s);
+	if (json_find(doc, "Operation", &v) && (op = json_string(v)) != NULL && strcmp(op, "CloseHandle") == 0 &&
+	    json_find(doc, "CloseHandle", &c) && json_find(c, "Handle", &v) && (h = json_string(v)) != NULL)
+		yes = strcmp(h, "StdIn") == 0;
+	free(op);
+	free(h);
+	free(s);
+	return yes;
+}
+
+/* attach_stdio connects one std stream and returns the caller's end of its pipe, or NULL; for
+ * stdin, *stdin_relay holds a reference on its relay. */
+static HANDLE attach_stdio(const char *token, int slot, struct relay **stdin_relay)
 {
 	struct buf f = {0};
 	char num[32];
-	HANDLE rd, wr, mine, theirs, t, self = GetCurrentProcess();
+	HANDLE rd, wr, mine, theirs, t;
 	struct relay *r;
-	SOCKET s = dial();
+	SOCKET s = emu_dial();
 
 	if (s == INVALID_SOCKET)
 		return NULL;
@@ -550,40 +474,40 @@ static HANDLE attach_stdio(const char *token, int slot, struct proc *p)
 		return NULL;
 	}
 	buf_free(&f);
-	r = calloc(1, sizeof(*r));
-	if (r == NULL || !CreatePipe(&rd, &wr, NULL, PIPE_BUFFER)) {
-		free(r);
+	if (!CreatePipe(&rd, &wr, NULL, 0)) {
 		closesocket(s);
 		return NULL;
 	}
 	mine = slot == 0 ? rd : wr;
 	theirs = slot == 0 ? wr : rd;
+	r = malloc(sizeof(*r));
+	if (r == NULL) {
+		CloseHandle(rd);
+		CloseHandle(wr);
+		closesocket(s);
+		return NULL;
+	}
 	r->s = s;
 	r->h = mine;
-	if (slot == 0) {
-		r->finish = CreateEventW(NULL, TRUE, FALSE, NULL);
-		r->done = CreateEventW(NULL, TRUE, FALSE, NULL);
-		if (r->finish == NULL || r->done == NULL || p == NULL ||
-		    !DuplicateHandle(self, r->finish, self, &p->stdin_finish, 0, FALSE, DUPLICATE_SAME_ACCESS) ||
-		    !DuplicateHandle(self, r->done, self, &p->stdin_done, 0, FALSE, DUPLICATE_SAME_ACCESS))
-			goto fail;
+	r->in = slot == 0;
+	r->stopping = 0;
+	r->refs = r->in ? 2 : 1;
+	r->done = CreateEventW(NULL, TRUE, FALSE, NULL);
+	t = r->done == NULL ? NULL : CreateThread(NULL, 0, relay_thread, r, CREATE_SUSPENDED, NULL);
+	if (t == NULL) {
+		if (r->done != NULL)
+			CloseHandle(r->done);
+		free(r);
+		CloseHandle(rd);
+		CloseHandle(wr);
+		closesocket(s);
+		return NULL;
 	}
-	t = CreateThread(NULL, 0, slot == 0 ? relay_stdin : relay_out, r, 0, NULL);
-	if (t == NULL)
-		goto fail;
-	CloseHandle(t);
+	r->thread = t;
+	if (r->in)
+		*stdin_relay = r;
+	ResumeThread(t);
 	return theirs;
-
-fail:
-	if (r->finish != NULL)
-		CloseHandle(r->finish);
-	if (r->done != NULL)
-		CloseHandle(r->done);
-	free(r);
-	CloseHandle(rd);
-	CloseHandle(wr);
-	closesocket(s);
-	return NULL;
 }
 
 /* ---- responses and events ---- */
@@ -660,6 +584,7 @@ static void on_response(struct jv frame, unsigned long long id)
 {
 	struct jv v, reply, stdio, b;
 	struct request *r;
+	struct relay *in = NULL;
 	char *token = NULL;
 	int slots[3] = {0, 0, 0}, i;
 
@@ -686,11 +611,17 @@ static void on_response(struct jv frame, unsigned long long id)
 
 		for (i = 0; i < 3; i++)
 			if (slots[i])
-				*h[i] = attach_stdio(token, i, r->proc);
+				*h[i] = attach_stdio(token, i, &in);
 		free(token);
 	}
 
 	EnterCriticalSection(&mu);
+	if (in != NULL) {
+		if (r->proc != NULL && r->proc->stdin_relay == NULL)
+			r->proc->stdin_relay = in;
+		else
+			relay_release(in);
+	}
 	if (r->op != NULL) {
 		r->op->info = r->info;
 		complete_op(r->op, r->hr, r->result);
@@ -780,22 +711,12 @@ static DWORD WINAPI reader(void *arg)
 	SOCKET s = (SOCKET)(ULONG_PTR)arg;
 
 	for (;;) {
-		unsigned char hdr[4];
-		unsigned long n;
-		char *body;
+		size_t n;
+		char *body = frame_read(s, &n);
 		struct jv frame, v;
 
-		if (!recv_all(s, (char *)hdr, 4))
+		if (body == NULL)
 			break;
-		n = (unsigned long)hdr[0] << 24 | (unsigned long)hdr[1] << 16 | (unsigned long)hdr[2] << 8 | hdr[3];
-		if (n > (16u << 20)) /* wire.MaxFrameSize */
-			break;
-		body = malloc(n + 1);
-		if (body == NULL || !recv_all(s, body, (int)n)) {
-			free(body);
-			break;
-		}
-		body[n] = 0;
 		frame.p = body;
 		frame.end = body + n;
 		if (json_find(frame, "event", &v))
@@ -829,7 +750,7 @@ static SOCKET connected(void)
 
 	if (sock != INVALID_SOCKET || disconnected)
 		return disconnected ? INVALID_SOCKET : sock;
-	sock = dial();
+	sock = emu_dial();
 	if (sock == INVALID_SOCKET)
 		return INVALID_SOCKET;
 	t = CreateThread(NULL, 0, reader, (void *)(ULONG_PTR)sock, 0, NULL);
@@ -1321,25 +1242,6 @@ static void unlink_proc(struct proc *p)
 		}
 }
 
-/*
- * release_hold asks the daemon to drop this connection's hold on a system or process
- * (CloseComputeSystem / CloseProcess) and waits for its answer. HcsCloseComputeSystem and
- * HcsCloseProcess are synchronous: when they return, the handle no longer keeps the object, so
- * a stopped system whose last handle this was can no longer be opened (HCS_E_SYSTEM_NOT_FOUND).
- * Sent without waiting, the close raced a following request on the same connection, which the
- * daemon serves concurrently, and an OpenComputeSystem right after the close could still find
- * the system. Waiting here is safe from a callback: responses are read on the reader thread,
- * callbacks run on the dispatcher thread. The answer itself carries nothing to report: the
- * functions return void, and a gone daemon has dropped every hold already.
- */
-static void release_hold(const char *method, const char *args)
-{
-	struct request *r = NULL;
-
-	call(method, args, NULL, OP_NONE, R_PLAIN, NULL, NULL, &r);
-	free_request(r);
-}
-
 EXPORT void WINAPI HcsCloseComputeSystem(HCS_SYSTEM cs)
 {
 	struct sys *s = cs;
@@ -1354,7 +1256,17 @@ EXPORT void WINAPI HcsCloseComputeSystem(HCS_SYSTEM cs)
 	s->closed = 1;
 	if (tell && buf_adds(&a, "{\"system\":") && add_sysref(&a, s->id, s->instance) && buf_adds(&a, "}")) {
 		LeaveCriticalSection(&mu);
-		release_hold("CloseComputeSystem", a.data);
+		/* HcsCloseComputeSystem is synchronous: once it returns, the service has dropped the
+		 * handle, and a stopped system whose last handle it was is gone (an open right after
+		 * must not find it). So the daemon's answer is awaited (bounded: a daemon that goes
+		 * fails every pending call). */
+		struct op *o = HcsCreateOperation(NULL, NULL);
+
+		if (o != NULL) {
+			if (call("CloseComputeSystem", a.data, o, OP_NONE, R_PLAIN, NULL, NULL, NULL) == HR_OK)
+				wait_result(o, CLOSE_WAIT_MS, NULL, NULL);
+			HcsCloseOperation(o);
+		}
 		EnterCriticalSection(&mu);
 	}
 	buf_free(&a);
@@ -1567,7 +1479,14 @@ EXPORT void WINAPI HcsCloseProcess(HCS_PROCESS hp)
 	if (tell && buf_adds(&a, "{\"process\":{\"system\":") && add_sysref(&a, p->sys_id, p->instance) &&
 	    buf_adds(&a, ",\"pid\":") && buf_adds(&a, num) && buf_adds(&a, "}}")) {
 		LeaveCriticalSection(&mu);
-		release_hold("CloseProcess", a.data);
+		struct op *o = HcsCreateOperation(NULL, NULL);
+
+		if (o != NULL) {
+			/* Synchronous, as HcsCloseComputeSystem (above). */
+			if (call("CloseProcess", a.data, o, OP_NONE, R_PLAIN, NULL, NULL, NULL) == HR_OK)
+				wait_result(o, CLOSE_WAIT_MS, NULL, NULL);
+			HcsCloseOperation(o);
+		}
 		EnterCriticalSection(&mu);
 	}
 	buf_free(&a);
@@ -1618,57 +1537,23 @@ EXPORT HRESULT WINAPI HcsGetProcessProperties(HCS_PROCESS p, HCS_OPERATION op, P
 	return process_call("GetProcessProperties", p, op, query, OP_GET_PROCESS_PROPERTIES);
 }
 
-/* closes_stdin reports whether a ModifyProcess document is {"Operation":"CloseHandle","CloseHandle":{"Handle":"StdIn"}}. */
-static int closes_stdin(PCWSTR settings)
+EXPORT HRESULT WINAPI HcsModifyProcess(HCS_PROCESS p, HCS_OPERATION op, PCWSTR settings)
 {
-	char *doc = settings == NULL ? NULL : utf8_of(settings);
-	struct jv d, v, h;
-	char *op = NULL, *handle = NULL;
-	int yes;
+	struct proc *pr = p;
+	struct relay *in = NULL;
 
-	if (doc == NULL)
-		return 0;
-	d.p = doc;
-	d.end = doc + strlen(doc);
-	if (json_find(d, "Operation", &v))
-		op = json_string(v);
-	if (json_find(d, "CloseHandle", &h) && json_find(h, "Handle", &v))
-		handle = json_string(v);
-	yes = op != NULL && handle != NULL && strcmp(op, "CloseHandle") == 0 && strcmp(handle, "StdIn") == 0;
-	free(op);
-	free(handle);
-	free(doc);
-	return yes;
-}
-
-EXPORT HRESULT WINAPI HcsModifyProcess(HCS_PROCESS hp, HCS_OPERATION op, PCWSTR settings)
-{
-	struct proc *p = hp;
-	HANDLE finish = NULL, done = NULL, self = GetCurrentProcess();
-
-	/*
-	 * Closing stdin ends the process's input after what the caller wrote into its stdin pipe
-	 * before this call: let the relay deliver that first (relay_stdin), within a bound, since
-	 * the daemon closes the process's stdin as soon as the request arrives.
-	 */
-	if (p != NULL && op != NULL && closes_stdin(settings)) {
+	if (pr != NULL && op != NULL && is_close_stdin(settings)) {
 		setup();
 		EnterCriticalSection(&mu);
-		if (p->stdin_finish != NULL) {
-			DuplicateHandle(self, p->stdin_finish, self, &finish, 0, FALSE, DUPLICATE_SAME_ACCESS);
-			DuplicateHandle(self, p->stdin_done, self, &done, 0, FALSE, DUPLICATE_SAME_ACCESS);
-		}
+		in = pr->stdin_relay;
+		pr->stdin_relay = NULL;
 		LeaveCriticalSection(&mu);
-		if (finish != NULL && done != NULL) {
-			SetEvent(finish);
-			WaitForSingleObject(done, 30000);
+		if (in != NULL) {
+			relay_finish(in);
+			relay_release(in);
 		}
-		if (finish != NULL)
-			CloseHandle(finish);
-		if (done != NULL)
-			CloseHandle(done);
 	}
-	return process_call("ModifyProcess", hp, op, settings, OP_MODIFY_PROCESS);
+	return process_call("ModifyProcess", p, op, settings, OP_MODIFY_PROCESS);
 }
 
 EXPORT HRESULT WINAPI HcsWaitForProcessExit(HCS_PROCESS hp, DWORD timeout, PWSTR *result)

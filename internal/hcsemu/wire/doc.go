@@ -20,8 +20,9 @@
 // to the connections that hold a handle on the system or process concerned.
 //
 // A second transport, loopback TCP (hcsemu --tcp-address), serves clients that cannot receive
-// descriptors: the stand-in computecore.dll that Windows programs load under Wine
-// (hack/wine/computecore). Its frames are the same, with FDs always 0 (WriteFrame, ReadFrame);
+// descriptors: the stand-in computecore.dll and vmcompute.dll that Windows programs load under
+// Wine (hack/wine/computecore, hack/wine/vmcompute; the latter sends only the storage filter's
+// methods of storage.go, which carry no descriptors). Its frames are the same, with FDs always 0 (WriteFrame, ReadFrame);
 // a connection's first frame decides what it is. A reply whose process has stdio carries
 // ProcessReply.StdioToken, an unguessable single-use string, instead of descriptors, and the
 // client opens one more connection per stream whose first and only frame is MethodAttachStdio

@@ -1,5 +1,5 @@
 /*
- * json.c: the little JSON the stand-in computecore.dll needs to speak hcsemu's wire protocol
+ * json.c: the little JSON the stand-in DLLs (computecore.dll, vmcompute.dll) need to speak hcsemu's wire protocol
  * (internal/hcsemu/wire): building request frames, and reading fields of response and event
  * frames. Not a general parser: it finds a key among an object's members and decodes strings,
  * numbers and booleans; everything else is skipped over correctly (nested values, escapes).

@@ -1,0 +1,254 @@
+/*
+ * emu.c: the hcsemu client code the stand-in DLLs share; see emu.h.
+ */
+#include <winsock2.h>
+#include <ws2tcpip.h>
+#include <windows.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+
+/* ---- strings ---- */
+
+char *utf8_of(PCWSTR w)
+{
+	int n;
+	char *s;
+
+	if (w == NULL)
+		return NULL;
+	n = WideCharToMultiByte(CP_UTF8, 0, w, -1, NULL, 0, NULL, NULL);
+	s = malloc(n > 0 ? (size_t)n : 1);
+	if (s == NULL)
+		return NULL;
+	if (n <= 0)
+		s[0] = 0;
+	else
+		WideCharToMultiByte(CP_UTF8, 0, w, -1, s, n, NULL, NULL);
+	return s;
+}
+
+WCHAR *wide_of(const char *s, int local)
+{
+	int n;
+	WCHAR *w;
+
+	if (s == NULL)
+		return NULL;
+	n = MultiByteToWideChar(CP_UTF8, 0, s, -1, NULL, 0);
+	if (n <= 0)
+		return NULL;
+	w = local ? LocalAlloc(LMEM_FIXED, (SIZE_T)n * sizeof(WCHAR)) : malloc((size_t)n * sizeof(WCHAR));
+	if (w != NULL)
+		MultiByteToWideChar(CP_UTF8, 0, s, -1, w, n);
+	return w;
+}
+
+char *dup_str(const char *s)
+{
+	char *d;
+
+	if (s == NULL)
+		return NULL;
+	d = malloc(strlen(s) + 1);
+	if (d != NULL)
+		strcpy(d, s);
+	return d;
+}
+
+/* ---- frames ---- */
+
+int send_all(SOCKET s, const char *p, int n)
+{
+	while (n > 0) {
+		int k = send(s, p, n, 0);
+
+		if (k <= 0)
+			return 0;
+		p += k;
+		n -= k;
+	}
+	return 1;
+}
+
+int recv_all(SOCKET s, char *p, int n)
+{
+	while (n > 0) {
+		int k = recv(s, p, n, 0);
+
+		if (k <= 0)
+			return 0;
+		p += k;
+		n -= k;
+	}
+	return 1;
+}
+
+int frame_write(SOCKET s, const char *json, size_t n)
+{
+	unsigned char hdr[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16), (unsigned char)(n >> 8),
+				(unsigned char)n};
+
+	if (n > EMU_MAX_FRAME)
+		return 0;
+	return send_all(s, (const char *)hdr, 4) && send_all(s, json, (int)n);
+}
+
+char *frame_read(SOCKET s, size_t *np)
+{
+	unsigned char hdr[4];
+	unsigned long n;
+	char *body;
+
+	if (!recv_all(s, (char *)hdr, 4))
+		return NULL;
+	n = (unsigned long)hdr[0] << 24 | (unsigned long)hdr[1] << 16 | (unsigned long)hdr[2] << 8 | hdr[3];
+	if (n > EMU_MAX_FRAME)
+		return NULL;
+	body = malloc(n + 1);
+	if (body == NULL || !recv_all(s, body, (int)n)) {
+		free(body);
+		return NULL;
+	}
+	body[n] = 0;
+	*np = n;
+	return body;
+}
+
+SOCKET emu_dial(void)
+{
+	char addr[256], *colon;
+	struct addrinfo hints, *res = NULL, *ai;
+	SOCKET s = INVALID_SOCKET;
+	DWORD n = GetEnvironmentVariableA("HCSEMU_TCP_ADDRESS", addr, sizeof(addr));
+
+	if (n == 0 || n >= sizeof(addr))
+		return INVALID_SOCKET;
+	colon = strrchr(addr, ':');
+	if (colon == NULL)
+		return INVALID_SOCKET;
+	*colon = 0;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(addr, colon + 1, &hints, &res) != 0)
+		return INVALID_SOCKET;
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		s = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+		if (s == INVALID_SOCKET)
+			continue;
+		if (connect(s, ai->ai_addr, (int)ai->ai_addrlen) == 0)
+			break;
+		closesocket(s);
+		s = INVALID_SOCKET;
+	}
+	freeaddrinfo(res);
+	if (s != INVALID_SOCKET) {
+		BOOL one = TRUE;
+
+		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, (const char *)&one, sizeof(one));
+	}
+	return s;
+}
+
+/* ---- the blocking connection ---- */
+
+static INIT_ONCE call_once = INIT_ONCE_STATIC_INIT;
+static CRITICAL_SECTION call_mu; /* guards the three below, held across a whole call */
+static SOCKET call_sock = INVALID_SOCKET;
+static int call_gone;
+static unsigned long long call_id;
+
+static BOOL CALLBACK call_init(PINIT_ONCE once, void *param, void **ctx)
+{
+	WSADATA wsa;
+
+	(void)once;
+	(void)param;
+	(void)ctx;
+	InitializeCriticalSection(&call_mu);
+	WSAStartup(MAKEWORD(2, 2), &wsa);
+	return TRUE;
+}
+
+/* call_drop ends the connection for good (under call_mu). */
+static void call_drop(void)
+{
+	if (call_sock != INVALID_SOCKET)
+		closesocket(call_sock);
+	call_sock = INVALID_SOCKET;
+	call_gone = 1;
+}
+
+HRESULT emu_call(const char *method, const char *args, char **reply)
+{
+	struct buf f = {0};
+	char num[32];
+	unsigned long long id;
+	HRESULT hr = EMU_HR_PROTOCOL_ERROR;
+
+	if (reply != NULL)
+		*reply = NULL;
+	InitOnceExecuteOnce(&call_once, call_init, NULL, NULL);
+	EnterCriticalSection(&call_mu);
+	if (call_gone) {
+		LeaveCriticalSection(&call_mu);
+		return EMU_HR_SERVICE_DISCONNECT;
+	}
+	if (call_sock == INVALID_SOCKET) {
+		call_sock = emu_dial();
+		if (call_sock == INVALID_SOCKET) {
+			LeaveCriticalSection(&call_mu);
+			return EMU_HR_SERVICE_NOT_AVAILABLE;
+		}
+	}
+	id = ++call_id;
+	snprintf(num, sizeof(num), "%llu", id);
+	if (!buf_adds(&f, "{\"id\":") || !buf_adds(&f, num) || !buf_adds(&f, ",\"method\":") ||
+	    !buf_add_string(&f, method) || !buf_adds(&f, ",\"args\":") || !buf_adds(&f, args) || !buf_adds(&f, "}")) {
+		buf_free(&f);
+		LeaveCriticalSection(&call_mu);
+		return EMU_HR_OUTOFMEMORY;
+	}
+	if (!frame_write(call_sock, f.data, f.len)) {
+		buf_free(&f);
+		call_drop();
+		LeaveCriticalSection(&call_mu);
+		return EMU_HR_SERVICE_DISCONNECT;
+	}
+	buf_free(&f);
+	for (;;) {
+		size_t n;
+		char *body = frame_read(call_sock, &n);
+		struct jv frame, v;
+
+		if (body == NULL) {
+			call_drop();
+			hr = EMU_HR_SERVICE_DISCONNECT;
+			break;
+		}
+		frame.p = body;
+		frame.end = body + n;
+		/* Events do not concern this connection's calls; responses come in order. */
+		if (json_find(frame, "event", &v) || !json_find(frame, "id", &v) || json_u64(v) != id) {
+			free(body);
+			continue;
+		}
+		hr = json_find(frame, "hresult", &v) ? (HRESULT)(unsigned long)json_u64(v) : 0;
+		if (reply != NULL && json_find(frame, "reply", &v)) {
+			*reply = malloc((size_t)(v.end - v.p) + 1);
+			if (*reply == NULL) {
+				hr = EMU_HR_OUTOFMEMORY;
+			} else {
+				memcpy(*reply, v.p, (size_t)(v.end - v.p));
+				(*reply)[v.end - v.p] = 0;
+			}
+		}
+		free(body);
+		break;
+	}
+	LeaveCriticalSection(&call_mu);
+	return hr;
+}
