@@ -61,7 +61,7 @@ func WaitUnixExit(pid int, timeout time.Duration) error {
 			return fmt.Errorf("wait for Linux process %d: %w", pid, err)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("Linux process %d of a terminated Wine process still runs after %v", pid, timeout)
+			return fmt.Errorf("the Linux process %d of a terminated Wine process still runs after %v", pid, timeout)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
