@@ -320,16 +320,23 @@ func lastAddr(p netip.Prefix) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
 
-func (h *hnsState) network(id string) (*hnsNetwork, error) {
+// lookup finds the object of kind (network, endpoint, namespace) whose id, in any form of GUID
+// that HNS accepts, is id; an unknown one fails with notFound.
+func lookup[T any](objects map[string]T, kind, id string, notFound computenetwork.HRESULT) (T, error) {
+	var zero T
 	cid, err := canonicalGUID("id", id)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	n, ok := h.networks[cid]
+	o, ok := objects[cid]
 	if !ok {
-		return nil, hcnErrorf(computenetwork.HCN_E_NETWORK_NOT_FOUND, "network %q not found", id)
+		return zero, hcnErrorf(notFound, "%s %q not found", kind, id)
 	}
-	return n, nil
+	return o, nil
+}
+
+func (h *hnsState) network(id string) (*hnsNetwork, error) {
+	return lookup(h.networks, "network", id, computenetwork.HCN_E_NETWORK_NOT_FOUND)
 }
 
 func (h *hnsState) OpenNetwork(ctx context.Context, id string) (string, error) {
@@ -645,15 +652,7 @@ func parsePrefixOrAddr(s string) (netip.Prefix, error) {
 }
 
 func (h *hnsState) endpoint(id string) (*hnsEndpoint, error) {
-	cid, err := canonicalGUID("id", id)
-	if err != nil {
-		return nil, err
-	}
-	ep, ok := h.endpoints[cid]
-	if !ok {
-		return nil, hcnErrorf(computenetwork.HCN_E_ENDPOINT_NOT_FOUND, "endpoint %q not found", id)
-	}
-	return ep, nil
+	return lookup(h.endpoints, "endpoint", id, computenetwork.HCN_E_ENDPOINT_NOT_FOUND)
 }
 
 func (h *hnsState) OpenEndpoint(ctx context.Context, id string) (string, error) {
@@ -826,17 +825,9 @@ func (h *hnsState) CreateNamespace(ctx context.Context, argID, settings string) 
 }
 
 func (h *hnsState) namespace(id string) (*hnsNamespace, error) {
-	cid, err := canonicalGUID("id", id)
-	if err != nil {
-		return nil, err
-	}
-	ns, ok := h.namespaces[cid]
-	if !ok {
-		// HNS answers ERROR_NOT_FOUND ("Element not found.") for an unknown namespace
-		// (hcsshim's hns.issueNamespaceRequest matches that text).
-		return nil, hcnErrorf(computenetwork.E_ELEMENT_NOT_FOUND, "namespace %q not found", id)
-	}
-	return ns, nil
+	// HNS answers ERROR_NOT_FOUND ("Element not found.") for an unknown namespace (hcsshim's
+	// hns.issueNamespaceRequest matches that text).
+	return lookup(h.namespaces, "namespace", id, computenetwork.E_ELEMENT_NOT_FOUND)
 }
 
 func (h *hnsState) OpenNamespace(ctx context.Context, id string) (string, error) {
