@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/openhcs/runhcs/internal/snapshot"
+	"github.com/openhcs/runhcs/internal/wclayer"
 )
 
 // stopTimeout bounds how long SIGTERM waits for calls under way (imports can be long) before
@@ -53,7 +54,10 @@ func run(address, root, containerdAddress string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 
-	sn, err := snapshot.NewSnapshotter(root)
+	// One Layers for the snapshotter and the differ: the host's layer APIs (hcsshim's on
+	// Windows), or the emulator's folders and overlayfs on Linux.
+	layers := wclayer.New()
+	sn, err := snapshot.NewSnapshotter(root, layers)
 	if err != nil {
 		return err
 	}
@@ -66,7 +70,7 @@ func run(address, root, containerdAddress string) error {
 		return fmt.Errorf("containerd content store at %s: %w", containerdAddress, err)
 	}
 	defer conn.Close()
-	differ := snapshot.NewDiffer(contentproxy.NewContentStore(contentapi.NewContentClient(conn)))
+	differ := snapshot.NewDiffer(contentproxy.NewContentStore(contentapi.NewContentClient(conn)), layers)
 
 	server := grpc.NewServer()
 	snapshot.Register(server, sn, differ)

@@ -5,10 +5,12 @@ import (
 	"fmt"
 
 	"github.com/containerd/log"
+
+	"github.com/openhcs/runhcs/internal/wclayer"
 )
 
-// Filter is the storage-filter API of internal/wclayer (Mount/Unmount); see wclayer.go for the
-// real one. Tests substitute a fake.
+// Filter is the storage-filter API of internal/wclayer (Mount/Unmount), which *wclayer.Layers
+// implements. Tests substitute a fake.
 type Filter interface {
 	Mount(ctx context.Context, scratch string, parents []string) (volumePath string, err error)
 	Unmount(ctx context.Context, scratch string) error
@@ -22,7 +24,7 @@ type Mounter struct {
 // NewMounter returns a Mounter over internal/wclayer's storage filter. There is no
 // package-level Mounter: the shim makes one and passes it down; tests make theirs with a fake
 // Filter.
-func NewMounter() *Mounter { return &Mounter{Filter: wclayerFilter{}} }
+func NewMounter() *Mounter { return &Mounter{Filter: wclayer.New()} }
 
 // Mount attaches the storage filter over c and returns the volume path the container document
 // names as Container.Storage.Path.

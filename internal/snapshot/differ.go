@@ -33,7 +33,8 @@ type ContentStore interface {
 
 // Differ applies and creates Windows layer diffs on windows-layer mounts.
 type Differ struct {
-	store ContentStore
+	store  ContentStore
+	layers *wclayer.Layers
 }
 
 var (
@@ -43,7 +44,9 @@ var (
 
 // NewDiffer returns a differ over store. A nil store makes Apply and Compare fail with
 // errdefs.ErrUnavailable.
-func NewDiffer(store ContentStore) *Differ { return &Differ{store: store} }
+func NewDiffer(store ContentStore, layers *wclayer.Layers) *Differ {
+	return &Differ{store: store, layers: layers}
+}
 
 // LabelUncompressed is the content label holding a blob's uncompressed digest (containerd's
 // labels.LabelUncompressed).
@@ -87,7 +90,7 @@ func (d *Differ) Apply(ctx context.Context, desc ocispec.Descriptor, mounts []mo
 	if lm.ReadOnly {
 		return ocispec.Descriptor{}, fmt.Errorf("applying layer %s to %s: the mount is read-only: %w", desc.Digest, lm.Source, errdefs.ErrInvalidArgument)
 	}
-	if err := inUse(lm.Source, lm.Source, "apply a layer to"); err != nil {
+	if err := inUse(d.layers, lm.Source, lm.Source, "apply a layer to"); err != nil {
 		return ocispec.Descriptor{}, err
 	}
 	store, err := d.storeOrErr()
@@ -109,7 +112,7 @@ func (d *Differ) Apply(ctx context.Context, desc ocispec.Descriptor, mounts []mo
 	defer rc.Close()
 	digester := digest.Canonical.Digester()
 	counted := &countingReader{r: io.TeeReader(rc, digester.Hash())}
-	if _, err := wclayer.ImportLayer(ctx, counted, lm.Source, lm.Parents, wclayer.ImportOptions{Sync: config.SyncFs}); err != nil {
+	if _, err := d.layers.ImportLayer(ctx, counted, lm.Source, lm.Parents, wclayer.ImportOptions{Sync: config.SyncFs}); err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("applying layer %s: %w", desc.Digest, err)
 	}
 	// The tar's end-of-archive blocks and any padding belong to the diff ID too.
@@ -221,7 +224,7 @@ func (d *Differ) Compare(ctx context.Context, lower, upper []mount.Mount, opts .
 		return ocispec.Descriptor{}, err
 	}
 	digester := digest.Canonical.Digester()
-	if err := wclayer.ExportLayer(ctx, io.MultiWriter(zw, digester.Hash()), layer); err != nil {
+	if err := d.layers.ExportLayer(ctx, io.MultiWriter(zw, digester.Hash()), layer); err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("diff of %s: %w", layer, err)
 	}
 	if err := zw.Close(); err != nil {

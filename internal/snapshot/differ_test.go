@@ -50,7 +50,7 @@ func TestApplyMediaTypes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			applied, err := NewDiffer(cs).Apply(ctx, desc, m, diff.WithSyncFs(true))
+			applied, err := NewDiffer(cs, testLayers).Apply(ctx, desc, m, diff.WithSyncFs(true))
 			if err != nil {
 				t.Fatal(err)
 			}

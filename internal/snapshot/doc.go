@@ -14,7 +14,7 @@
 // folders, nearest first>. So the shim works with either snapshotter.
 //
 // An active snapshot is a scratch layer: its Files/ is created at Prepare and becomes the
-// overlayfs upper directory when the shim mounts it (wclayer.Mount); committing it keeps the
+// overlayfs upper directory when the shim mounts it (wclayer.Layers.Mount); committing it keeps the
 // folder as it stands, which is then a read-only layer. A view has no Files/ and mounts
 // read-only. Commit and Remove refuse (errdefs.ErrFailedPrecondition) while the snapshot is
 // mounted, that is while a container uses it.

@@ -12,6 +12,9 @@ import (
 	"github.com/openhcs/runhcs/internal/testenv"
 )
 
+// testLayers is what the package's tests run over on Linux: the emulator's folders and overlayfs.
+var testLayers = wclayer.New()
+
 // requireRoot skips tests that import or mount layers (trusted.* xattrs, whiteout device
 // nodes, overlayfs) when not root, unless CI=true, where they must run.
 func requireRoot(tb testing.TB) {

@@ -84,7 +84,7 @@ func newStore(tb testing.TB) content.Store {
 
 func newSnapshotter(tb testing.TB) *Snapshotter {
 	tb.Helper()
-	sn, err := NewSnapshotter(tb.TempDir())
+	sn, err := NewSnapshotter(tb.TempDir(), testLayers)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -8,22 +8,17 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"testing"
 
 	"golang.org/x/sys/windows"
 
 	"github.com/openhcs/runhcs/internal/wclayer"
 )
 
-// TestMain runs the package's tests on Windows (and under Wine, make test-windows) over
-// folderAPI instead of vmcompute.dll and the backup APIs, which Wine lacks and which need an
-// elevated Windows host: the tests check the snapshotter's own logic, not Microsoft's.
-func TestMain(m *testing.M) {
-	restore := wclayer.SetLayerAPI(&folderAPI{active: map[string]bool{}})
-	code := m.Run()
-	restore()
-	os.Exit(code)
-}
+// testLayers is what the package's tests run over on Windows (and under Wine, make
+// test-windows): folderAPI instead of vmcompute.dll and the backup APIs, which Wine lacks and
+// which need an elevated Windows host. The tests check the snapshotter's own logic, not
+// Microsoft's.
+var testLayers = wclayer.NewWithAPI(&folderAPI{active: map[string]bool{}})
 
 // folderAPI is a wclayer.LayerAPI over plain folders: scratch disks are small files, a layer is
 // activated (and then has a mount path, its own folder, as vmcompute answers for a folder

@@ -85,6 +85,6 @@ func diskUsage(ctx context.Context, dir string) (fs.Usage, error) {
 }
 
 // removeLayerDir deletes a snapshot folder (not mounted).
-func removeLayerDir(ctx context.Context, dir string) error {
+func (s *Snapshotter) removeLayerDir(ctx context.Context, dir string) error {
 	return os.RemoveAll(dir)
 }

@@ -48,11 +48,11 @@ func (s *Snapshotter) prepareScratch(ctx context.Context, key, dir string, paren
 	// The utility VM scratch goes first, into vm\, so that it cannot clash with the
 	// container's sandbox.vhdx (containerd's comment on the same order).
 	if _, ok := labels[LabelUVMScratch]; ok {
-		if err := wclayer.CreateUVMScratch(ctx, filepath.Join(dir, UVMScratchDir), parents); err != nil {
+		if err := s.layers.CreateUVMScratch(ctx, filepath.Join(dir, UVMScratchDir), parents); err != nil {
 			return fmt.Errorf("snapshot %q: label %s: %w", key, LabelUVMScratch, err)
 		}
 	}
-	if err := wclayer.CreateScratch(ctx, dir, parents, size); err != nil {
+	if err := s.layers.CreateScratch(ctx, dir, parents, size); err != nil {
 		return fmt.Errorf("snapshot %q: %w", key, err)
 	}
 	if size != 0 {
@@ -71,13 +71,13 @@ func (s *Snapshotter) commitScratch(ctx context.Context, key, dir string) error 
 		if err != nil {
 			return fmt.Errorf("committing snapshot %q: %w", key, err)
 		}
-		if err := wclayer.ConvertScratchToLayer(ctx, dir, s.parentPaths(sn.ParentIDs)); err != nil {
+		if err := s.layers.ConvertScratchToLayer(ctx, dir, s.parentPaths(sn.ParentIDs)); err != nil {
 			return fmt.Errorf("committing snapshot %q: %w", key, err)
 		}
 	}
 	// Clear a stale mount record (the snapshot is not mounted: Commit checked), then the lock
 	// file that Unmount leaves.
-	if err := wclayer.Unmount(ctx, dir); err != nil {
+	if err := s.layers.Unmount(ctx, dir); err != nil {
 		return fmt.Errorf("committing snapshot %q: %w", key, err)
 	}
 	if err := os.Remove(filepath.Join(dir, ".mount.lock")); err != nil && !os.IsNotExist(err) {
@@ -95,6 +95,6 @@ func diskUsage(ctx context.Context, dir string) (fs.Usage, error) {
 // removeLayerDir deletes a snapshot folder with vmcompute's DestroyLayer, as containerd's
 // Remove does: files imported with the backup APIs can carry security descriptors that make
 // os.RemoveAll fail.
-func removeLayerDir(ctx context.Context, dir string) error {
-	return wclayer.DestroyLayer(ctx, dir)
+func (s *Snapshotter) removeLayerDir(ctx context.Context, dir string) error {
+	return s.layers.DestroyLayer(ctx, dir)
 }

@@ -18,8 +18,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
-
-	"github.com/openhcs/runhcs/internal/wclayer"
 )
 
 // TestGRPC talks to the services through containerd's own proxy clients, as containerd's
@@ -31,7 +29,7 @@ func TestGRPC(t *testing.T) {
 	cs := newStore(t)
 	l, target := testListener(t)
 	server := grpc.NewServer()
-	Register(server, sn, NewDiffer(cs))
+	Register(server, sn, NewDiffer(cs, testLayers))
 	go server.Serve(l)
 	defer server.Stop()
 	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -72,10 +70,10 @@ func TestGRPC(t *testing.T) {
 		t.Fatalf("mounts over gRPC %#v\ndiffer from %#v", got, direct)
 	}
 	lm, _ := ParseMounts(got)
-	if _, err := wclayer.Mount(ctx, lm.Source, lm.Parents); err != nil {
+	if _, err := testLayers.Mount(ctx, lm.Source, lm.Parents); err != nil {
 		t.Fatal(err)
 	}
-	defer wclayer.Unmount(ctx, lm.Source)
+	defer testLayers.Unmount(ctx, lm.Source)
 	if err := remote.Remove(ctx, "ctr"); !errdefs.IsFailedPrecondition(err) {
 		t.Fatalf("Remove of a mounted snapshot over gRPC = %v, want failed precondition", err)
 	}

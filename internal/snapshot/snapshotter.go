@@ -36,8 +36,9 @@ const UVMScratchDir = "vm"
 
 // Snapshotter is containerd's snapshots.Snapshotter (and snapshots.Cleaner) for Windows layers.
 type Snapshotter struct {
-	root string
-	ms   *storage.MetaStore
+	root   string
+	ms     *storage.MetaStore
+	layers *wclayer.Layers
 }
 
 var (
@@ -45,8 +46,9 @@ var (
 	_ snapshots.Cleaner     = (*Snapshotter)(nil)
 )
 
-// NewSnapshotter opens (creating if needed) a snapshotter rooted at root.
-func NewSnapshotter(root string) (*Snapshotter, error) {
+// NewSnapshotter opens (creating if needed) a snapshotter rooted at root, whose layers live on
+// layers (wclayer.New(), or a fake's on Windows in tests).
+func NewSnapshotter(root string, layers *wclayer.Layers) (*Snapshotter, error) {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("snapshotter root %q: %w", root, err)
@@ -58,7 +60,7 @@ func NewSnapshotter(root string) (*Snapshotter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening snapshot metadata in %s: %w", root, err)
 	}
-	return &Snapshotter{root: root, ms: ms}, nil
+	return &Snapshotter{root: root, ms: ms, layers: layers}, nil
 }
 
 // Root is the snapshotter's root folder.
@@ -166,10 +168,10 @@ func (s *Snapshotter) create(ctx context.Context, kind snapshots.Kind, key, pare
 		// handed out again then). Clear it, mount included.
 		if _, err := os.Lstat(dir); err == nil {
 			log.G(ctx).WithField("path", dir).Warn("removing leftover snapshot folder")
-			if err := wclayer.Unmount(ctx, dir); err != nil && !errdefs.IsNotImplemented(err) {
+			if err := s.layers.Unmount(ctx, dir); err != nil && !errdefs.IsNotImplemented(err) {
 				return fmt.Errorf("creating snapshot %q: leftover folder %s: %w", key, dir, err)
 			}
-			if err := removeLayerDir(ctx, dir); err != nil {
+			if err := s.removeLayerDir(ctx, dir); err != nil {
 				return fmt.Errorf("creating snapshot %q: leftover folder %s: %w", key, dir, err)
 			}
 		}
@@ -213,8 +215,8 @@ func scratchSize(labels map[string]string) (uint64, error) {
 }
 
 // inUse refuses to change a snapshot whose storage filter is attached.
-func inUse(dir, key, op string) error {
-	mounted, err := wclayer.IsMounted(dir)
+func inUse(layers *wclayer.Layers, dir, key, op string) error {
+	mounted, err := layers.IsMounted(dir)
 	if err != nil {
 		return fmt.Errorf("%s snapshot %q: %w", op, key, err)
 	}
@@ -237,7 +239,7 @@ func (s *Snapshotter) Commit(ctx context.Context, name, key string, opts ...snap
 			return fmt.Errorf("committing snapshot %q: it is %v, not active: %w", key, info.Kind, errdefs.ErrFailedPrecondition)
 		}
 		dir := s.dir(id)
-		if err := inUse(dir, key, "commit"); err != nil {
+		if err := inUse(s.layers, dir, key, "commit"); err != nil {
 			return err
 		}
 		if err := s.commitScratch(ctx, key, dir); err != nil {
@@ -264,7 +266,7 @@ func (s *Snapshotter) Remove(ctx context.Context, key string) error {
 			return fmt.Errorf("removing snapshot %q: %w", key, err)
 		}
 		dir = s.dir(id)
-		if err := inUse(dir, key, "remove"); err != nil {
+		if err := inUse(s.layers, dir, key, "remove"); err != nil {
 			return err
 		}
 		// Rename first so the folder is gone from view when the transaction commits; the
@@ -289,7 +291,7 @@ func (s *Snapshotter) Remove(ctx context.Context, key string) error {
 		return err
 	}
 	if removed != "" {
-		if err := removeLayerDir(ctx, removed); err != nil {
+		if err := s.removeLayerDir(ctx, removed); err != nil {
 			log.G(ctx).WithError(err).WithField("path", removed).Warn("deleting removed snapshot folder; Cleanup will retry")
 		}
 	}
@@ -341,12 +343,12 @@ func (s *Snapshotter) Cleanup(ctx context.Context) error {
 				continue
 			}
 		}
-		if mounted, err := wclayer.IsMounted(p); err != nil || mounted {
+		if mounted, err := s.layers.IsMounted(p); err != nil || mounted {
 			log.G(ctx).WithField("path", p).Warn("cleanup: leaving mounted snapshot folder")
 			continue
 		}
 		log.G(ctx).WithField("path", p).Debug("cleanup: removing")
-		if err := removeLayerDir(ctx, p); err != nil {
+		if err := s.removeLayerDir(ctx, p); err != nil {
 			return fmt.Errorf("cleanup: %w", err)
 		}
 	}

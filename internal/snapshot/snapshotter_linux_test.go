@@ -12,8 +12,6 @@ import (
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/errdefs"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-
-	"github.com/openhcs/runhcs/internal/wclayer"
 )
 
 // TestLifecycle unpacks two layers through the differ, runs a "container" on them, and
@@ -25,7 +23,7 @@ func TestLifecycle(t *testing.T) {
 	ctx := context.Background()
 	sn := newSnapshotter(t)
 	cs := newStore(t)
-	d := NewDiffer(cs)
+	d := NewDiffer(cs, testLayers)
 
 	unpack := func(key, parent string, tarb []byte) {
 		t.Helper()
@@ -52,11 +50,11 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	lm, _ := ParseMounts(m)
-	vol, err := wclayer.Mount(ctx, lm.Source, lm.Parents)
+	vol, err := testLayers.Mount(ctx, lm.Source, lm.Parents)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer wclayer.Unmount(ctx, lm.Source)
+	defer testLayers.Unmount(ctx, lm.Source)
 	for _, f := range []string{"workload/workload.exe", "top.txt"} {
 		if _, err := os.Stat(filepath.Join(vol, f)); err != nil {
 			t.Fatalf("container does not see %s: %v", f, err)
@@ -74,14 +72,14 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	lm2, _ := ParseMounts(m2)
-	vol2, err := wclayer.Mount(ctx, lm2.Source, lm2.Parents)
+	vol2, err := testLayers.Mount(ctx, lm2.Source, lm2.Parents)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(vol2, "written.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("ctr2 sees ctr1's write: %v", err)
 	}
-	if err := wclayer.Unmount(ctx, lm2.Source); err != nil {
+	if err := testLayers.Unmount(ctx, lm2.Source); err != nil {
 		t.Fatal(err)
 	}
 
@@ -128,7 +126,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("Compare against a non-parent = %v", err)
 	}
 
-	if err := wclayer.Unmount(ctx, lm.Source); err != nil {
+	if err := testLayers.Unmount(ctx, lm.Source); err != nil {
 		t.Fatal(err)
 	}
 	if err := sn.Commit(ctx, "committed", "ctr1"); err != nil {

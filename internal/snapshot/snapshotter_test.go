@@ -16,8 +16,6 @@ import (
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/errdefs"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-
-	"github.com/openhcs/runhcs/internal/wclayer"
 )
 
 // TestMountShape checks the mounts byte for byte against the shape of containerd's windows
@@ -160,7 +158,7 @@ func statID(t *testing.T, sn *Snapshotter, key string) (string, snapshots.Info, 
 
 func TestDifferNotImplemented(t *testing.T) {
 	ctx := context.Background()
-	d := NewDiffer(newStore(t))
+	d := NewDiffer(newStore(t), testLayers)
 	overlay := []mount.Mount{{Type: "overlay", Source: "overlay", Options: []string{"lowerdir=/a"}}}
 	if _, err := d.Apply(ctx, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayerGzip}, overlay); !errdefs.IsNotImplemented(err) {
 		t.Fatalf("Apply on overlay mounts = %v", err)
@@ -175,7 +173,7 @@ func TestDifferNotImplemented(t *testing.T) {
 	if _, err := d.Apply(ctx, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayerGzip + "+encrypted"}, wl); !errdefs.IsNotImplemented(err) {
 		t.Fatalf("Apply of an encrypted layer = %v", err)
 	}
-	if _, err := NewDiffer(nil).Apply(ctx, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer}, wl); !errdefs.IsUnavailable(err) {
+	if _, err := NewDiffer(nil, testLayers).Apply(ctx, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer}, wl); !errdefs.IsUnavailable(err) {
 		t.Fatalf("Apply without a content store = %v", err)
 	}
 }
@@ -186,7 +184,7 @@ func TestParallel(t *testing.T) {
 	ctx := context.Background()
 	sn := newSnapshotter(t)
 	cs := newStore(t)
-	d := NewDiffer(cs)
+	d := NewDiffer(cs, testLayers)
 	blob := gzipBlob(t, cs, layerTar(t, file{"Files/a.txt", "a"}, file{"Files/b.txt", "b"}))
 	if _, err := sn.Prepare(ctx, "base-active", ""); err != nil {
 		t.Fatal(err)
@@ -338,16 +336,16 @@ func TestMetadataRules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := wclayer.Mount(ctx, lm.Source, lm.Parents); err != nil {
+		if _, err := testLayers.Mount(ctx, lm.Source, lm.Parents); err != nil {
 			t.Fatal(err)
 		}
-		defer wclayer.Unmount(ctx, lm.Source)
+		defer testLayers.Unmount(ctx, lm.Source)
 		cs := newStore(t)
 		for name, op := range map[string]func() error{
 			"Remove": func() error { return sn.Remove(ctx, "ctr") },
 			"Commit": func() error { return sn.Commit(ctx, "committed", "ctr") },
 			"Apply": func() error {
-				_, err := NewDiffer(cs).Apply(ctx, gzipBlob(t, cs, layerTar(t)), m)
+				_, err := NewDiffer(cs, testLayers).Apply(ctx, gzipBlob(t, cs, layerTar(t)), m)
 				return err
 			},
 		} {
@@ -355,7 +353,7 @@ func TestMetadataRules(t *testing.T) {
 				t.Errorf("%s of a mounted snapshot = %v, want a failed-precondition error", name, err)
 			}
 		}
-		if err := wclayer.Unmount(ctx, lm.Source); err != nil {
+		if err := testLayers.Unmount(ctx, lm.Source); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := sn.Stat(ctx, "ctr"); err != nil {

@@ -76,7 +76,7 @@ func benchImport(b *testing.B, open func() io.Reader, size int64) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		layer := filepath.Join(dir, strconv.Itoa(i))
-		if _, err := ImportLayer(context.Background(), open(), layer, nil, ImportOptions{}); err != nil {
+		if _, err := New().ImportLayer(context.Background(), open(), layer, nil, ImportOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
@@ -127,11 +127,11 @@ func BenchmarkExport(b *testing.B) {
 	var buf bytes.Buffer
 	writeMixedTar(b, &buf, 64)
 	layer := filepath.Join(b.TempDir(), "l")
-	importBytes(b, buf.Bytes(), layer, nil)
+	importBytes(b, New(), buf.Bytes(), layer, nil)
 	b.SetBytes(int64(buf.Len()))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := ExportLayer(context.Background(), io.Discard, layer); err != nil {
+		if err := New().ExportLayer(context.Background(), io.Discard, layer); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -69,7 +69,8 @@
 // ActivateLayer + PrepareLayer + GetLayerMountPath of vmcompute, Unmount their reverse, with
 // a record of the volume path in the scratch folder because Windows lists no such mounts. The
 // Windows-only CreateScratch, CreateUVMScratch, ConvertScratchToLayer and DestroyLayer serve
-// the snapshotter. Every call goes through LayerAPI, which tests replace (SetLayerAPI).
+// the snapshotter. Every call goes through the Layers value's LayerAPI: hcsshim's from New,
+// another (a fake in tests) from NewWithAPI.
 // Differences from the emulator: a layer is imported in place, not beside and renamed, because
 // base layers hold differencing VHDXs whose parent locators carry the folder's absolute path
 // (an existing layer is moved aside and restored on failure, a failed import destroyed; a crash
@@ -77,5 +78,7 @@
 // base layer writer refuses a name written twice where the emulator lets the later entry win;
 // ImportOptions.Sync relies on NTFS's own flushing.
 //
-// This package imports nothing of runhcs; internal/snapshot and internal/layers use it.
+// The operations are methods of Layers (New), which its users (internal/snapshot, internal/layers)
+// hold and pass down; the pure functions of the layout (FilesPath, ReadLayerChain, …) are not.
+// This package imports nothing of runhcs.
 package wclayer

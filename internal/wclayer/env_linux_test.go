@@ -4,9 +4,10 @@ import "testing"
 
 // Under Linux the portable tests run the emulator's own importer (folders, trusted.* xattrs,
 // whiteout device nodes), which needs root.
-func layerTestEnv(tb testing.TB) {
+func layerTestEnv(tb testing.TB) *Layers {
 	tb.Helper()
 	requireRoot(tb)
+	return New()
 }
 
 // layerDiff describes how layer differs from the tar in want, or "" when it holds exactly its
@@ -14,5 +15,5 @@ func layerTestEnv(tb testing.TB) {
 // times, PAX records, link targets, content).
 func layerDiff(t *testing.T, layer string, want []byte) string {
 	t.Helper()
-	return diffEntries(readEntries(t, want), readEntries(t, exportBytes(t, layer)))
+	return diffEntries(readEntries(t, want), readEntries(t, exportBytes(t, New(), layer)))
 }

@@ -18,9 +18,9 @@ import (
 // place of vmcompute.dll and the backup APIs: they test this package's own logic (refusing
 // hostile tars before ociwclayer sees them, moving an existing layer aside and back), not
 // Microsoft's. They need no privilege then.
-func layerTestEnv(tb testing.TB) {
+func layerTestEnv(tb testing.TB) *Layers {
 	tb.Helper()
-	newFake(tb)
+	return NewWithAPI(newFake())
 }
 
 // layerDiff describes how layer differs from what fakeAPI writes for the tar in want, or ""

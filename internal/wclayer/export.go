@@ -16,15 +16,8 @@ import (
 	"github.com/containerd/log"
 )
 
-// ExportLayer writes layer as an OCI Windows layer tar to w. layer is either an imported (or
-// committed) layer folder or a scratch layer, whose Files/ is an overlayfs upper directory;
-// both hold their changes against their parents in the same form, so the parents are not
-// needed. Nodes with stored metadata get their original headers back; nodes a container
-// created get headers in the shape backuptar gives them.
-func ExportLayer(ctx context.Context, w io.Writer, layer string) error {
-	if nativeExport != nil {
-		return nativeExport(ctx, w, layer)
-	}
+// exportFolder is ExportLayer where a layer is a plain folder (the emulator's form).
+func exportFolder(ctx context.Context, w io.Writer, layer string) error {
 	if err := supported(); err != nil {
 		return err
 	}
@@ -49,10 +42,6 @@ func ExportLayer(ctx context.Context, w io.Writer, layer string) error {
 	}
 	return nil
 }
-
-// nativeExport, when set (by import_windows.go), exports from the operating system's own layer
-// format instead of the folder-and-xattr representation of this file.
-var nativeExport func(ctx context.Context, w io.Writer, layer string) error
 
 // inodeKey identifies a file across its hard links.
 type inodeKey struct{ dev, ino uint64 }

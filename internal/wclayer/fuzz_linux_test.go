@@ -27,7 +27,7 @@ func FuzzImport(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		layer := filepath.Join(dir, "layers", "l")
-		_, err := ImportLayer(context.Background(), bytes.NewReader(data), layer, nil, ImportOptions{})
+		_, err := New().ImportLayer(context.Background(), bytes.NewReader(data), layer, nil, ImportOptions{})
 		assertOnly(t, dir, "layers")
 		if err != nil {
 			assertOnly(t, filepath.Join(dir, "layers"))
@@ -35,10 +35,10 @@ func FuzzImport(f *testing.F) {
 		}
 		assertOnly(t, filepath.Join(dir, "layers"), "l")
 		assertInside(t, layer)
-		first := exportBytes(t, layer)
+		first := exportBytes(t, New(), layer)
 		again := filepath.Join(dir, "layers", "again")
-		importBytes(t, first, again, nil)
-		if d := diffEntries(readEntries(t, first), readEntries(t, exportBytes(t, again))); d != "" {
+		importBytes(t, New(), first, again, nil)
+		if d := diffEntries(readEntries(t, first), readEntries(t, exportBytes(t, New(), again))); d != "" {
 			t.Fatalf("export is not stable across import:\n%s", d)
 		}
 	})

@@ -25,17 +25,9 @@ type ImportOptions struct {
 	Sync bool
 }
 
-// ImportLayer reads an OCI Windows layer tar from r and makes it the layer folder layer, over
-// parents (their folders, nearest first; used to resolve names case-insensitively and written
-// to layerchain.json). The tar is written into a new folder beside layer that replaces layer
-// only once the whole tar was read, so on error nothing changed. It returns the number of
-// content bytes written. Refused entries and malformed tars give an error wrapping
-// errdefs.ErrInvalidArgument that names the entry. r is read through a buffer, so it may be
-// read past the end of the tar.
-func ImportLayer(ctx context.Context, r io.Reader, layer string, parents []string, opts ImportOptions) (int64, error) {
-	if nativeImport != nil {
-		return nativeImport(ctx, r, layer, parents, opts)
-	}
+// importFolder is ImportLayer where a layer is a plain folder (the emulator's form, see the
+// package doc).
+func importFolder(ctx context.Context, r io.Reader, layer string, parents []string, opts ImportOptions) (int64, error) {
 	if err := supported(); err != nil {
 		return 0, err
 	}
@@ -108,10 +100,6 @@ func ImportLayer(ctx context.Context, r io.Reader, layer string, parents []strin
 	log.G(ctx).WithFields(log.Fields{"layer": layer, "bytes": im.size, "entries": im.count}).Debug("imported layer")
 	return im.size, nil
 }
-
-// nativeImport, when set (by import_windows.go), imports into the operating system's own
-// layer format instead of the folder-and-xattr representation of this file.
-var nativeImport func(ctx context.Context, r io.Reader, layer string, parents []string, opts ImportOptions) (int64, error)
 
 var swapLocks sync.Map // layer path -> *sync.Mutex
 

@@ -50,12 +50,12 @@ func TestRoundTrip(t *testing.T) {
 			var parents []string
 			if tc.parents {
 				base := filepath.Join(dir, "base")
-				importBytes(t, winTar(t, baseEntries()), base, nil)
+				importBytes(t, New(), winTar(t, baseEntries()), base, nil)
 				parents = []string{base}
 			}
 			in := winTar(t, tc.ents)
 			layer := filepath.Join(dir, "layer")
-			importBytes(t, in, layer, parents)
+			importBytes(t, New(), in, layer, parents)
 			want := readEntries(t, in)
 			if tc.want != nil {
 				// Times depend on the entry's index in winTar, so rebuild want with the same
@@ -66,7 +66,7 @@ func TestRoundTrip(t *testing.T) {
 					want[w.name] = all[w.name]
 				}
 			}
-			if d := diffEntries(want, readEntries(t, exportBytes(t, layer))); d != "" {
+			if d := diffEntries(want, readEntries(t, exportBytes(t, New(), layer))); d != "" {
 				t.Fatalf("export differs from import:\n%s", d)
 			}
 			if tc.parents {
@@ -85,9 +85,9 @@ func TestCaseInsensitiveParents(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base")
-	importBytes(t, winTar(t, baseEntries()), base, nil)
+	importBytes(t, New(), winTar(t, baseEntries()), base, nil)
 	child := filepath.Join(dir, "child")
-	importBytes(t, winTar(t, childEntries()), child, []string{base})
+	importBytes(t, New(), winTar(t, childEntries()), child, []string{base})
 	if _, err := os.Lstat(filepath.Join(child, "Files/Windows/System32/cmd.exe")); err != nil {
 		t.Fatalf("Files/WINDOWS/... was not written under the parent's spelling Files/Windows: %v", err)
 	}

@@ -55,17 +55,17 @@ func childEntries() []fent {
 	}
 }
 
-func importBytes(t testing.TB, b []byte, layer string, parents []string) {
+func importBytes(t testing.TB, l *Layers, b []byte, layer string, parents []string) {
 	t.Helper()
-	if _, err := ImportLayer(context.Background(), bytes.NewReader(b), layer, parents, ImportOptions{}); err != nil {
+	if _, err := l.ImportLayer(context.Background(), bytes.NewReader(b), layer, parents, ImportOptions{}); err != nil {
 		t.Fatalf("import %s: %v", layer, err)
 	}
 }
 
-func exportBytes(t testing.TB, layer string) []byte {
+func exportBytes(t testing.TB, l *Layers, layer string) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	if err := ExportLayer(context.Background(), &out, layer); err != nil {
+	if err := l.ExportLayer(context.Background(), &out, layer); err != nil {
 		t.Fatalf("export %s: %v", layer, err)
 	}
 	return out.Bytes()
@@ -75,12 +75,11 @@ func exportBytes(t testing.TB, layer string) []byte {
 // left behind, neither the layer nor anything beside it. Under Linux the emulator's importer
 // refuses them; on Windows the checker in front of ociwclayer does.
 func TestHostileTars(t *testing.T) {
-	layerTestEnv(t)
-	hostileTars(t)
+	hostileTars(t, layerTestEnv(t))
 }
 
 // hostileTars is TestHostileTars over whatever layer API the test set up.
-func hostileTars(t *testing.T) {
+func hostileTars(t *testing.T, l *Layers) {
 	tests := []struct {
 		name string
 		ents []fent
@@ -128,7 +127,7 @@ func hostileTars(t *testing.T) {
 			if tc.name == "GNU sparse record" {
 				in = sparse
 			}
-			_, err := ImportLayer(context.Background(), bytes.NewReader(in), layer, nil, ImportOptions{})
+			_, err := l.ImportLayer(context.Background(), bytes.NewReader(in), layer, nil, ImportOptions{})
 			if !errors.Is(err, errdefs.ErrInvalidArgument) {
 				t.Fatalf("import = %v, want an invalid-argument error", err)
 			}
@@ -175,14 +174,14 @@ func (f *failingReader) Read(p []byte) (int, error) {
 // nothing beside it: under Linux the new layer is written beside and never renamed in, on
 // Windows the old layer is moved aside and put back.
 func TestInterruptedImport(t *testing.T) {
-	layerTestEnv(t)
+	l := layerTestEnv(t)
 	dir := t.TempDir()
 	layer := filepath.Join(dir, "l")
 	first := winTar(t, []fent{{name: "Files/keep.txt", typ: tar.TypeReg, body: "keep", attrs: 0x20}})
-	importBytes(t, first, layer, nil)
+	importBytes(t, l, first, layer, nil)
 	second := winTar(t, baseEntries())
 	for _, cut := range []int{0, 700, len(second) / 2, len(second) - 1100} {
-		_, err := ImportLayer(context.Background(), &failingReader{bytes.NewReader(second), cut}, layer, nil, ImportOptions{})
+		_, err := l.ImportLayer(context.Background(), &failingReader{bytes.NewReader(second), cut}, layer, nil, ImportOptions{})
 		if err == nil {
 			t.Fatalf("import cut at %d succeeded", cut)
 		}
@@ -193,14 +192,14 @@ func TestInterruptedImport(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := ImportLayer(ctx, bytes.NewReader(second), layer, nil, ImportOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := l.ImportLayer(ctx, bytes.NewReader(second), layer, nil, ImportOptions{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("import with a cancelled context = %v", err)
 	}
 }
 
 // TestParallelImports imports the same and different layers at once.
 func TestParallelImports(t *testing.T) {
-	layerTestEnv(t)
+	l := layerTestEnv(t)
 	dir := t.TempDir()
 	base := winTar(t, baseEntries())
 	var wg sync.WaitGroup
@@ -213,7 +212,7 @@ func TestParallelImports(t *testing.T) {
 			if i%2 == 1 {
 				layer = filepath.Join(dir, "diff", string(rune('a'+i)))
 			}
-			if _, err := ImportLayer(context.Background(), bytes.NewReader(base), layer, nil, ImportOptions{Sync: i == 0}); err != nil {
+			if _, err := l.ImportLayer(context.Background(), bytes.NewReader(base), layer, nil, ImportOptions{Sync: i == 0}); err != nil {
 				errs <- err
 			}
 		}()

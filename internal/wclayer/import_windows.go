@@ -23,19 +23,16 @@ import (
 // APIs (BackupWrite keeps security descriptors, attributes, reparse points and times), the
 // registry hives processed, and for a base layer the blank scratch VHDX templates made. hcsshim's
 // pkg/ociwclayer does all of it from an OCI Windows layer tar, so ImportLayer and ExportLayer
-// route there instead of to the folder-and-xattr representation of import.go and export.go.
-func init() {
-	nativeImport = importWindows
-	nativeExport = exportWindows
-}
+// route there (Layers.importLayer, exportLayer) instead of to the folder-and-xattr
+// representation of import.go and export.go.
 
 // privileges enables, for the whole process, what the backup APIs need: SeBackupPrivilege
 // to read any file (export) and SeRestorePrivilege to write any file with any owner and
 // security descriptor (import). containerd's windows differ and snapshotter do the same and
 // never disable them again (containerd issue #1681); ociwclayer's documentation leaves
 // acquiring them to its caller.
-func privileges() error {
-	if err := layerAPI.EnablePrivileges([]string{winio.SeBackupPrivilege, winio.SeRestorePrivilege}); err != nil {
+func (l *Layers) privileges() error {
+	if err := l.api.EnablePrivileges([]string{winio.SeBackupPrivilege, winio.SeRestorePrivilege}); err != nil {
 		return fmt.Errorf("enabling SeBackupPrivilege and SeRestorePrivilege (the process must run as an administrator): %w", err)
 	}
 	return nil
@@ -57,9 +54,9 @@ var errImporterDone = errors.New("layer importer returned")
 // error nothing changed. A crash in the middle leaves a partial folder at layer; the
 // snapshotter never commits it (Commit follows only a successful Apply) and containerd
 // removes the unpack snapshot.
-func importWindows(ctx context.Context, r io.Reader, layer string, parents []string, opts ImportOptions) (_ int64, retErr error) {
+func (l *Layers) importWindows(ctx context.Context, r io.Reader, layer string, parents []string, opts ImportOptions) (_ int64, retErr error) {
 	layer = filepath.Clean(layer)
-	if err := privileges(); err != nil {
+	if err := l.privileges(); err != nil {
 		return 0, fmt.Errorf("importing layer %s: %w", layer, err)
 	}
 	mu, _ := swapLocks.LoadOrStore(layer, &sync.Mutex{})
@@ -78,7 +75,7 @@ func importWindows(ctx context.Context, r io.Reader, layer string, parents []str
 		if retErr == nil {
 			return
 		}
-		if err := destroyLayer(layer); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := l.destroyLayer(layer); err != nil && !errors.Is(err, os.ErrNotExist) {
 			log.G(ctx).WithError(err).WithField("path", layer).Warn("destroying failed layer import")
 		}
 		if old != "" {
@@ -101,11 +98,11 @@ func importWindows(ctx context.Context, r io.Reader, layer string, parents []str
 	// ociwclayer's base layer writer may open files with ACCESS_SYSTEM_SECURITY, which needs
 	// SeSecurityPrivilege when the layer folder is on a VHDX-hosted volume; containerd's
 	// windows snapshotter holds it around ImportLayerFromTar for that reason.
-	ierr := layerAPI.RunWithPrivileges([]string{winio.SeSecurityPrivilege}, func() error {
+	ierr := l.api.RunWithPrivileges([]string{winio.SeSecurityPrivilege}, func() error {
 		var err error
 		// ociwclayer takes the parents as layerchain.json and containerd's mounts hold them:
 		// nearest first, base last.
-		size, err = layerAPI.ImportLayerFromTar(ctx, pr, layer, parents)
+		size, err = l.api.ImportLayerFromTar(ctx, pr, layer, parents)
 		return err
 	})
 	if ierr != nil {
@@ -132,7 +129,7 @@ func importWindows(ctx context.Context, r io.Reader, layer string, parents []str
 		}
 	}
 	if old != "" {
-		if err := destroyLayer(old); err != nil {
+		if err := l.destroyLayer(old); err != nil {
 			log.G(ctx).WithError(err).WithField("path", old).Warn("destroying replaced layer")
 		}
 	}
@@ -308,14 +305,14 @@ func markNonDir(hdr *tar.Header, key string, nondir map[string]bool) {
 
 // exportWindows is ExportLayer on Windows: ociwclayer reads the layer (a committed layer
 // folder, or a scratch layer's VHDX) against the parents its layerchain.json names.
-func exportWindows(ctx context.Context, w io.Writer, layer string) error {
+func (l *Layers) exportWindows(ctx context.Context, w io.Writer, layer string) error {
 	layer = filepath.Clean(layer)
-	if err := privileges(); err != nil {
+	if err := l.privileges(); err != nil {
 		return fmt.Errorf("exporting layer %s: %w", layer, err)
 	}
 	// ExportLayerToTar activates the layer itself and its documentation asks that it not be
 	// mounted meanwhile.
-	if mounted, err := isMounted(layer); err != nil {
+	if mounted, err := l.isMounted(layer); err != nil {
 		return fmt.Errorf("exporting layer %s: %w", layer, err)
 	} else if mounted {
 		return fmt.Errorf("exporting layer %s: it is mounted (in use by a container): %w", layer, errdefs.ErrFailedPrecondition)
@@ -324,7 +321,7 @@ func exportWindows(ctx context.Context, w io.Writer, layer string) error {
 	if err != nil {
 		return fmt.Errorf("exporting layer %s: %w", layer, err)
 	}
-	if err := layerAPI.ExportLayerToTar(ctx, w, layer, parents); err != nil {
+	if err := l.api.ExportLayerToTar(ctx, w, layer, parents); err != nil {
 		return fmt.Errorf("exporting layer %s over %d parents with hcsshim's ociwclayer: %w", layer, len(parents), err)
 	}
 	return nil

@@ -33,10 +33,8 @@ type fakeAPI struct {
 	transient int      // ActivateLayer fails with ERROR_NOT_READY this many times
 }
 
-func newFake(t testing.TB) *fakeAPI {
-	f := &fakeAPI{active: map[string]bool{}, prepared: map[string]bool{}}
-	t.Cleanup(SetLayerAPI(f))
-	return f
+func newFake() *fakeAPI {
+	return &fakeAPI{active: map[string]bool{}, prepared: map[string]bool{}}
 }
 
 func (f *fakeAPI) call(format string, a ...any) {
@@ -377,7 +375,8 @@ func TestImportWindows(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t)
+			f := newFake()
+			l := NewWithAPI(f)
 			f.importErr = tc.importErr
 			root := t.TempDir()
 			layer := filepath.Join(root, "7")
@@ -390,7 +389,7 @@ func TestImportWindows(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			n, err := ImportLayer(ctx, bytes.NewReader(tc.tar), layer, []string{parent}, ImportOptions{})
+			n, err := l.ImportLayer(ctx, bytes.NewReader(tc.tar), layer, []string{parent}, ImportOptions{})
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("ImportLayer = %v, want %v", err, tc.wantErr)
@@ -433,7 +432,8 @@ func TestImportWindows(t *testing.T) {
 
 func TestMountWindows(t *testing.T) {
 	ctx := context.Background()
-	f := newFake(t)
+	f := newFake()
+	l := NewWithAPI(f)
 	f.transient = 2 // retried, as hcsshim's internal/layers retries
 	root := t.TempDir()
 	scratch := filepath.Join(root, "scratch")
@@ -443,55 +443,55 @@ func TestMountWindows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if ok, err := IsMounted(scratch); ok || err != nil {
+	if ok, err := l.IsMounted(scratch); ok || err != nil {
 		t.Fatalf("IsMounted before Mount = %v, %v", ok, err)
 	}
-	vol, err := Mount(ctx, scratch, parents)
+	vol, err := l.Mount(ctx, scratch, parents)
 	if err != nil || vol != scratch {
 		t.Fatalf("Mount = %q, %v", vol, err)
 	}
-	again, err := Mount(ctx, scratch, parents)
+	again, err := l.Mount(ctx, scratch, parents)
 	if err != nil || again != vol {
 		t.Fatalf("second Mount = %q, %v; want %q", again, err, vol)
 	}
 	if n := f.count("prepare "); n != 1 {
 		t.Fatalf("PrepareLayer called %d times, want 1 (calls %v)", n, f.calls)
 	}
-	if ok, err := IsMounted(scratch); !ok || err != nil {
+	if ok, err := l.IsMounted(scratch); !ok || err != nil {
 		t.Fatalf("IsMounted = %v, %v", ok, err)
 	}
-	if err := ExportLayer(ctx, io.Discard, scratch); !errors.Is(err, errdefs.ErrFailedPrecondition) {
+	if err := l.ExportLayer(ctx, io.Discard, scratch); !errors.Is(err, errdefs.ErrFailedPrecondition) {
 		t.Fatalf("ExportLayer of a mounted layer = %v", err)
 	}
 	for i := 0; i < 2; i++ {
-		if err := Unmount(ctx, scratch); err != nil {
+		if err := l.Unmount(ctx, scratch); err != nil {
 			t.Fatalf("Unmount %d: %v", i, err)
 		}
 	}
 	if n := f.count("deactivate "); n != 1 {
 		t.Fatalf("DeactivateLayer called %d times, want 1 (calls %v)", n, f.calls)
 	}
-	if ok, err := IsMounted(scratch); ok || err != nil {
+	if ok, err := l.IsMounted(scratch); ok || err != nil {
 		t.Fatalf("IsMounted after Unmount = %v, %v", ok, err)
 	}
-	if err := Unmount(ctx, filepath.Join(root, "gone")); err != nil {
+	if err := l.Unmount(ctx, filepath.Join(root, "gone")); err != nil {
 		t.Fatalf("Unmount of a missing folder: %v", err)
 	}
 
 	// A record left by a mount that a reboot undid is stale: not mounted, and Mount mounts again.
-	if _, err := Mount(ctx, scratch, parents); err != nil {
+	if _, err := l.Mount(ctx, scratch, parents); err != nil {
 		t.Fatal(err)
 	}
 	f.mu.Lock()
 	f.active, f.prepared = map[string]bool{}, map[string]bool{}
 	f.mu.Unlock()
-	if ok, err := IsMounted(scratch); ok || err != nil {
+	if ok, err := l.IsMounted(scratch); ok || err != nil {
 		t.Fatalf("IsMounted with a stale record = %v, %v", ok, err)
 	}
-	if _, err := Mount(ctx, scratch, parents); err != nil {
+	if _, err := l.Mount(ctx, scratch, parents); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := IsMounted(scratch); !ok {
+	if ok, _ := l.IsMounted(scratch); !ok {
 		t.Fatal("not mounted after mounting over a stale record")
 	}
 
@@ -500,14 +500,15 @@ func TestMountWindows(t *testing.T) {
 	if err := os.MkdirAll(FilesPath(base), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if vol, err := Mount(ctx, base, nil); err != nil || vol != FilesPath(base) {
+	if vol, err := l.Mount(ctx, base, nil); err != nil || vol != FilesPath(base) {
 		t.Fatalf("Mount of a base layer = %q, %v", vol, err)
 	}
 }
 
 func TestCreateScratch(t *testing.T) {
 	ctx := context.Background()
-	f := newFake(t)
+	f := newFake()
+	l := NewWithAPI(f)
 	root := t.TempDir()
 	base := filepath.Join(root, "base")
 	if err := os.MkdirAll(filepath.Join(base, UtilityVMDir), 0o755); err != nil {
@@ -520,7 +521,7 @@ func TestCreateScratch(t *testing.T) {
 	if err := os.MkdirAll(s1, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := CreateScratch(ctx, s1, parents, 0); err != nil || f.count("createscratch "+s1) != 1 {
+	if err := l.CreateScratch(ctx, s1, parents, 0); err != nil || f.count("createscratch "+s1) != 1 {
 		t.Fatalf("CreateScratch = %v, calls %v", err, f.calls)
 	}
 	// With it, it is copied and grown to the requested size.
@@ -531,7 +532,7 @@ func TestCreateScratch(t *testing.T) {
 	if err := os.MkdirAll(s2, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := CreateScratch(ctx, s2, parents, 30<<30); err != nil {
+	if err := l.CreateScratch(ctx, s2, parents, 30<<30); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(s2, ScratchVHDX)); err != nil || string(b) != "template" {
@@ -540,19 +541,19 @@ func TestCreateScratch(t *testing.T) {
 	if f.count(fmt.Sprintf("expand %s %d", s2, uint64(30<<30))) != 1 {
 		t.Fatalf("no ExpandScratchSize: %v", f.calls)
 	}
-	if err := CreateScratch(ctx, s2, nil, 0); !errors.Is(err, errdefs.ErrInvalidArgument) {
+	if err := l.CreateScratch(ctx, s2, nil, 0); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Fatalf("CreateScratch without parents = %v", err)
 	}
 
 	// The utility VM scratch needs the base layer's SystemTemplate.vhdx.
 	vm := filepath.Join(s2, "vm")
-	if err := CreateUVMScratch(ctx, vm, parents); !errors.Is(err, errdefs.ErrFailedPrecondition) {
+	if err := l.CreateUVMScratch(ctx, vm, parents); !errors.Is(err, errdefs.ErrFailedPrecondition) {
 		t.Fatalf("CreateUVMScratch without a template = %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(base, UtilityVMDir, uvmScratchTemplate), []byte("uvm"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := CreateUVMScratch(ctx, vm, parents); err != nil {
+	if err := l.CreateUVMScratch(ctx, vm, parents); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(vm, ScratchVHDX)); err != nil || string(b) != "uvm" {

@@ -14,9 +14,8 @@ import (
 // folder path. The default is hcsshim's (its root package's layer functions over vmcompute.dll,
 // and pkg/ociwclayer over the backup APIs) with go-winio's privilege calls. Under Wine the
 // layer functions reach hcsemu's storage filter through hack/wine's stand-in vmcompute.dll
-// (storagefilter_windows_test.go runs them), but the backup APIs and privileges that import
-// and export need do not work there yet, so SetLayerAPI replaces the whole API in the tests
-// that import or export.
+// (storagefilter_windows_test.go runs them), but importing over parents and exporting do not
+// work there yet, so the tests that need those make their Layers with NewWithAPI and a fake.
 type LayerAPI interface {
 	// EnablePrivileges enables privileges for the whole process (winio.EnableProcessPrivileges).
 	EnablePrivileges(names []string) error
@@ -37,17 +36,21 @@ type LayerAPI interface {
 	ExportLayerToTar(ctx context.Context, w io.Writer, layer string, parents []string) error
 }
 
-var layerAPI LayerAPI = hcsshimAPI{}
+// Layers on Windows: every layer call goes through api.
+type Layers struct{ api LayerAPI }
 
-// SetLayerAPI makes the package use api (nil: hcsshim's) and returns a function that restores
-// the previous one. For tests; not safe while layer calls are under way.
-func SetLayerAPI(api LayerAPI) (restore func()) {
-	prev := layerAPI
-	if api == nil {
-		api = hcsshimAPI{}
-	}
-	layerAPI = api
-	return func() { layerAPI = prev }
+// New returns the host's Layers, over hcsshim's layer APIs.
+func New() *Layers { return &Layers{api: hcsshimAPI{}} }
+
+// NewWithAPI returns Layers over api instead of hcsshim's (a fake in tests).
+func NewWithAPI(api LayerAPI) *Layers { return &Layers{api: api} }
+
+func (l *Layers) importLayer(ctx context.Context, r io.Reader, layer string, parents []string, opts ImportOptions) (int64, error) {
+	return l.importWindows(ctx, r, layer, parents, opts)
+}
+
+func (l *Layers) exportLayer(ctx context.Context, w io.Writer, layer string) error {
+	return l.exportWindows(ctx, w, layer)
 }
 
 // hcsshimAPI is LayerAPI through hcsshim. Its root package names a layer by the folder holding

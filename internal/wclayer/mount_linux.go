@@ -18,7 +18,7 @@ import (
 // mountDataMax is what mount(2) takes as option data: one page.
 const mountDataMax = 4096
 
-func mount(ctx context.Context, scratch string, parents []string) (string, error) {
+func (l *Layers) mount(ctx context.Context, scratch string, parents []string) (string, error) {
 	scratch = filepath.Clean(scratch)
 	target := VolumePath(scratch)
 	unlock, err := lockScratch(scratch)
@@ -27,7 +27,7 @@ func mount(ctx context.Context, scratch string, parents []string) (string, error
 	}
 	defer unlock()
 
-	if ok, err := isMounted(scratch); err != nil {
+	if ok, err := l.isMounted(scratch); err != nil {
 		return "", err
 	} else if ok {
 		return target, nil
@@ -131,7 +131,7 @@ func bind(src, target string, ro bool) error {
 	return nil
 }
 
-func unmount(ctx context.Context, scratch string) error {
+func (l *Layers) unmount(ctx context.Context, scratch string) error {
 	scratch = filepath.Clean(scratch)
 	target := VolumePath(scratch)
 	unlock, err := lockScratch(scratch)
@@ -143,7 +143,7 @@ func unmount(ctx context.Context, scratch string) error {
 	}
 	defer unlock()
 	for i := 0; ; i++ {
-		ok, err := isMounted(scratch)
+		ok, err := l.isMounted(scratch)
 		if err != nil || !ok {
 			return err
 		}
@@ -166,7 +166,7 @@ func unmount(ctx context.Context, scratch string) error {
 }
 
 // isMounted looks the volume path up in /proc/self/mountinfo.
-func isMounted(scratch string) (bool, error) {
+func (*Layers) isMounted(scratch string) (bool, error) {
 	target := VolumePath(filepath.Clean(scratch))
 	if real, err := filepath.EvalSymlinks(target); err == nil {
 		target = real

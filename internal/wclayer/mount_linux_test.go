@@ -19,21 +19,21 @@ func TestMountChain(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base")
-	importBytes(t, winTar(t, baseEntries()), base, nil)
+	importBytes(t, New(), winTar(t, baseEntries()), base, nil)
 	child := filepath.Join(dir, "child")
-	importBytes(t, winTar(t, childEntries()), child, []string{base})
+	importBytes(t, New(), winTar(t, childEntries()), child, []string{base})
 	parents := []string{child, base}
 
 	scratch := filepath.Join(dir, "scratch")
 	if err := os.MkdirAll(FilesPath(scratch), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	vol, err := Mount(ctx, scratch, parents)
+	vol, err := New().Mount(ctx, scratch, parents)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = Unmount(ctx, scratch) })
-	if again, err := Mount(ctx, scratch, parents); err != nil || again != vol {
+	t.Cleanup(func() { _ = New().Unmount(ctx, scratch) })
+	if again, err := New().Mount(ctx, scratch, parents); err != nil || again != vol {
 		t.Fatalf("second Mount = %q, %v; want %q", again, err, vol)
 	}
 
@@ -85,7 +85,7 @@ func TestMountChain(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(FilesPath(child), "written.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a write reached a parent layer: %v", err)
 	}
-	got := readEntries(t, exportBytes(t, scratch))
+	got := readEntries(t, exportBytes(t, New(), scratch))
 	for name, check := range map[string]func(tarEntry) bool{
 		"Files/written.txt": func(e tarEntry) bool {
 			return e.Typeflag == tar.TypeReg && e.Size == 1 && strings.Contains(e.PAX, PAXFileAttributes)
@@ -110,32 +110,32 @@ func TestMountChain(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(vol, "workload", "new.txt"), []byte("changed"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got = readEntries(t, exportBytes(t, scratch))
+	got = readEntries(t, exportBytes(t, New(), scratch))
 	if e, ok := got["Files/workload/new.txt"]; !ok || e.Size != 7 || !strings.Contains(e.PAX, PAXFileAttributes+"=32") || !strings.Contains(e.PAX, PAXCreationTime) {
 		t.Errorf("changed file exported as %+v (present %v)", e, ok)
 	}
 
 	// Exports are reproducible: reading the files in between (access times) changes nothing.
-	first := exportBytes(t, scratch)
+	first := exportBytes(t, New(), scratch)
 	for _, p := range []string{"written.txt", "workload/new.txt", "Windows/System32/only.dll"} {
 		if _, err := os.ReadFile(filepath.Join(vol, p)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if !bytes.Equal(first, exportBytes(t, scratch)) {
+	if !bytes.Equal(first, exportBytes(t, New(), scratch)) {
 		t.Fatal("two exports of an unchanged scratch layer differ")
 	}
 
-	if err := Unmount(ctx, scratch); err != nil {
+	if err := New().Unmount(ctx, scratch); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := IsMounted(scratch); err != nil || ok {
+	if ok, err := New().IsMounted(scratch); err != nil || ok {
 		t.Fatalf("IsMounted after Unmount = %v, %v", ok, err)
 	}
-	if err := Unmount(ctx, scratch); err != nil {
+	if err := New().Unmount(ctx, scratch); err != nil {
 		t.Fatalf("second Unmount: %v", err)
 	}
-	if err := Unmount(ctx, filepath.Join(dir, "never-existed")); err != nil {
+	if err := New().Unmount(ctx, filepath.Join(dir, "never-existed")); err != nil {
 		t.Fatalf("Unmount of a missing folder: %v", err)
 	}
 }
@@ -145,9 +145,9 @@ func TestMountShapes(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base")
-	importBytes(t, winTar(t, baseEntries()), base, nil)
+	importBytes(t, New(), winTar(t, baseEntries()), base, nil)
 	child := filepath.Join(dir, "child")
-	importBytes(t, winTar(t, childEntries()), child, []string{base})
+	importBytes(t, New(), winTar(t, childEntries()), child, []string{base})
 
 	tests := []struct {
 		name    string
@@ -171,11 +171,11 @@ func TestMountShapes(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			vol, err := Mount(ctx, scratch, tc.parents)
+			vol, err := New().Mount(ctx, scratch, tc.parents)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer Unmount(ctx, scratch)
+			defer New().Unmount(ctx, scratch)
 			if tc.probe != "" {
 				if _, err := os.Stat(filepath.Join(vol, tc.probe)); err != nil {
 					t.Fatalf("volume lacks %s: %v", tc.probe, err)
@@ -187,7 +187,7 @@ func TestMountShapes(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Mount(ctx, filepath.Join(dir, "s", "a"), []string{filepath.Join(dir, "nope")}); err == nil {
+	if _, err := New().Mount(ctx, filepath.Join(dir, "s", "a"), []string{filepath.Join(dir, "nope")}); err == nil {
 		t.Fatal("Mount over a missing parent succeeded")
 	}
 }
@@ -201,18 +201,18 @@ func TestMountDeepChain(t *testing.T) {
 	for i := 0; i < 60; i++ {
 		l := filepath.Join(dir, strings.Repeat("x", 60), fmt.Sprint(i))
 		ents := []fent{{name: fmt.Sprintf("Files/f%02d", i), typ: tar.TypeReg, body: "x", attrs: 0x20}}
-		importBytes(t, winTar(t, ents), l, nil)
+		importBytes(t, New(), winTar(t, ents), l, nil)
 		parents = append([]string{l}, parents...)
 	}
 	scratch := filepath.Join(dir, "scratch")
 	if err := os.MkdirAll(FilesPath(scratch), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	vol, err := Mount(ctx, scratch, parents)
+	vol, err := New().Mount(ctx, scratch, parents)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Unmount(ctx, scratch)
+	defer New().Unmount(ctx, scratch)
 	for i := 0; i < 60; i++ {
 		if _, err := os.Stat(filepath.Join(vol, fmt.Sprintf("f%02d", i))); err != nil {
 			t.Fatal(err)

@@ -37,7 +37,7 @@ const mountMarker = ".wcifs-mount"
 // mountLockFile serialises Mount and Unmount of one scratch across processes (shims), as on Linux.
 const mountLockFile = ".mount.lock"
 
-func mount(ctx context.Context, scratch string, parents []string) (_ string, retErr error) {
+func (l *Layers) mount(ctx context.Context, scratch string, parents []string) (_ string, retErr error) {
 	scratch = filepath.Clean(scratch)
 	unlock, err := lockScratch(scratch)
 	if err != nil {
@@ -46,7 +46,7 @@ func mount(ctx context.Context, scratch string, parents []string) (_ string, ret
 	defer unlock()
 
 	marker := filepath.Join(scratch, mountMarker)
-	vol, live, err := readMarker(ctx, scratch)
+	vol, live, err := l.readMarker(ctx, scratch)
 	if err != nil {
 		return "", err
 	}
@@ -56,7 +56,7 @@ func mount(ctx context.Context, scratch string, parents []string) (_ string, ret
 	if live {
 		// A Mount that stopped (crashed) between ActivateLayer and writing the volume path:
 		// undo it before starting over.
-		if err := detach(ctx, scratch, true); err != nil {
+		if err := l.detach(ctx, scratch, true); err != nil {
 			return "", err
 		}
 	}
@@ -70,20 +70,20 @@ func mount(ctx context.Context, scratch string, parents []string) (_ string, ret
 	if err := os.WriteFile(marker, nil, 0o600); err != nil {
 		return "", fmt.Errorf("mounting layer %s: %w", scratch, err)
 	}
-	if err := activateAndPrepare(ctx, scratch, parents); err != nil {
+	if err := l.activateAndPrepare(ctx, scratch, parents); err != nil {
 		_ = os.Remove(marker)
 		return "", fmt.Errorf("mounting layer %s over %d parents: %w", scratch, len(parents), err)
 	}
 	defer func() {
 		if retErr != nil {
-			if err := detach(ctx, scratch, false); err != nil {
+			if err := l.detach(ctx, scratch, false); err != nil {
 				log.G(ctx).WithError(err).WithField("scratch", scratch).Warn("undoing failed mount")
 			} else {
 				_ = os.Remove(marker)
 			}
 		}
 	}()
-	vol, err = layerAPI.GetLayerMountPath(scratch)
+	vol, err = l.api.GetLayerMountPath(scratch)
 	if err != nil {
 		return "", fmt.Errorf("mounting layer %s: volume path: %w", scratch, err)
 	}
@@ -110,15 +110,15 @@ func mount(ctx context.Context, scratch string, parents []string) (_ string, ret
 // that hcsshim's internal/layers retries (mountProcessIsolatedWCIFSLayers): ERROR_NOT_READY and
 // ERROR_DEVICE_NOT_CONNECTED, observed on Windows Server 2019 when loopback VHDs are mounted
 // under load.
-func activateAndPrepare(ctx context.Context, scratch string, parents []string) error {
+func (l *Layers) activateAndPrepare(ctx context.Context, scratch string, parents []string) error {
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
-		if err = layerAPI.ActivateLayer(scratch); err == nil {
-			if err = layerAPI.PrepareLayer(scratch, parents); err == nil {
+		if err = l.api.ActivateLayer(scratch); err == nil {
+			if err = l.api.PrepareLayer(scratch, parents); err == nil {
 				return nil
 			}
 			err = fmt.Errorf("PrepareLayer: %w", err)
-			if derr := layerAPI.DeactivateLayer(scratch); derr != nil {
+			if derr := l.api.DeactivateLayer(scratch); derr != nil {
 				log.G(ctx).WithError(derr).WithField("scratch", scratch).Warn("deactivating layer after failed PrepareLayer")
 			}
 		} else {
@@ -147,7 +147,7 @@ func transient(err error) bool {
 	return errors.Is(err, windows.ERROR_NOT_READY) || errors.Is(err, windows.ERROR_DEVICE_NOT_CONNECTED)
 }
 
-func unmount(ctx context.Context, scratch string) error {
+func (l *Layers) unmount(ctx context.Context, scratch string) error {
 	scratch = filepath.Clean(scratch)
 	unlock, err := lockScratch(scratch)
 	if errors.Is(err, os.ErrNotExist) {
@@ -158,12 +158,12 @@ func unmount(ctx context.Context, scratch string) error {
 	}
 	defer unlock()
 	marker := filepath.Join(scratch, mountMarker)
-	vol, live, err := readMarker(ctx, scratch)
+	vol, live, err := l.readMarker(ctx, scratch)
 	if err != nil {
 		return err
 	}
 	if live {
-		if err := detach(ctx, scratch, vol == ""); err != nil {
+		if err := l.detach(ctx, scratch, vol == ""); err != nil {
 			return err
 		}
 	}
@@ -178,14 +178,14 @@ func unmount(ctx context.Context, scratch string) error {
 
 // detach runs UnprepareLayer and DeactivateLayer. half says the mount never got past
 // ActivateLayer, so an UnprepareLayer failure is expected and ignored.
-func detach(ctx context.Context, scratch string, half bool) error {
-	if err := layerAPI.UnprepareLayer(scratch); err != nil {
+func (l *Layers) detach(ctx context.Context, scratch string, half bool) error {
+	if err := l.api.UnprepareLayer(scratch); err != nil {
 		if !half {
 			return fmt.Errorf("unmounting layer %s: UnprepareLayer: %w", scratch, err)
 		}
 		log.G(ctx).WithError(err).WithField("scratch", scratch).Debug("UnprepareLayer of a half-made mount")
 	}
-	if err := layerAPI.DeactivateLayer(scratch); err != nil {
+	if err := l.api.DeactivateLayer(scratch); err != nil {
 		return fmt.Errorf("unmounting layer %s: DeactivateLayer: %w", scratch, err)
 	}
 	return nil
@@ -193,7 +193,7 @@ func detach(ctx context.Context, scratch string, half bool) error {
 
 // readMarker returns the volume path Mount recorded ("" for a mount that did not finish) and
 // whether the layer is still activated in vmcompute. No marker: not mounted by this package.
-func readMarker(ctx context.Context, scratch string) (vol string, live bool, err error) {
+func (l *Layers) readMarker(ctx context.Context, scratch string) (vol string, live bool, err error) {
 	b, err := os.ReadFile(filepath.Join(scratch, mountMarker))
 	if errors.Is(err, os.ErrNotExist) {
 		return "", false, nil
@@ -204,15 +204,15 @@ func readMarker(ctx context.Context, scratch string) (vol string, live bool, err
 	// Assumption (vmcompute's GetLayerMountPath is undocumented): it fails or answers empty for a
 	// layer that is not activated, as after a reboot; containerd and hcsshim call it only
 	// after ActivateLayer.
-	if p, err := layerAPI.GetLayerMountPath(scratch); err != nil || p == "" {
+	if p, err := l.api.GetLayerMountPath(scratch); err != nil || p == "" {
 		log.G(ctx).WithError(err).WithField("scratch", scratch).Debug("stale mount record: layer not activated")
 		return string(b), false, nil
 	}
 	return string(b), true, nil
 }
 
-func isMounted(scratch string) (bool, error) {
-	vol, live, err := readMarker(context.Background(), filepath.Clean(scratch))
+func (l *Layers) isMounted(scratch string) (bool, error) {
+	vol, live, err := l.readMarker(context.Background(), filepath.Clean(scratch))
 	return live && vol != "", err
 }
 

@@ -32,7 +32,7 @@ const (
 // Windows), vmcompute's CreateSandboxLayer through hcsshim.CreateScratchLayer. A non-zero size
 // grows the disk's volume to that many bytes (hcsshim.ExpandScratchSize, as containerd does for
 // the rootfs size labels); the default is the template's (20 GB).
-func CreateScratch(ctx context.Context, scratch string, parents []string, sizeBytes uint64) error {
+func (l *Layers) CreateScratch(ctx context.Context, scratch string, parents []string, sizeBytes uint64) error {
 	scratch = filepath.Clean(scratch)
 	if len(parents) == 0 {
 		return fmt.Errorf("creating scratch %s: a scratch layer needs parent layers: %w", scratch, errdefs.ErrInvalidArgument)
@@ -43,14 +43,14 @@ func CreateScratch(ctx context.Context, scratch string, parents []string, sizeBy
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		log.G(ctx).WithField("base", base).Debug("base layer has no blank.vhdx: creating the scratch with CreateScratchLayer")
-		if err := layerAPI.CreateScratchLayer(scratch, parents); err != nil {
+		if err := l.api.CreateScratchLayer(scratch, parents); err != nil {
 			return fmt.Errorf("creating scratch %s over base layer %s: %w", scratch, base, err)
 		}
 	case err != nil:
 		return fmt.Errorf("creating scratch %s: %w", scratch, err)
 	}
 	if sizeBytes != 0 {
-		if err := layerAPI.ExpandScratchSize(scratch, sizeBytes); err != nil {
+		if err := l.api.ExpandScratchSize(scratch, sizeBytes); err != nil {
 			return fmt.Errorf("expanding scratch %s to %d bytes: %w", scratch, sizeBytes, err)
 		}
 	}
@@ -60,7 +60,7 @@ func CreateScratch(ctx context.Context, scratch string, parents []string, sizeBy
 // CreateUVMScratch makes a utility VM's scratch disk in the folder dir: a copy of the base
 // layer's UtilityVM\SystemTemplate.vhdx as dir\sandbox.vhdx, as containerd's windows snapshotter
 // does (createUVMScratchLayer). The base layer (last of parents) must have a UtilityVM folder.
-func CreateUVMScratch(ctx context.Context, dir string, parents []string) error {
+func (l *Layers) CreateUVMScratch(ctx context.Context, dir string, parents []string) error {
 	if len(parents) == 0 {
 		return fmt.Errorf("creating utility VM scratch %s: it needs parent layers: %w", dir, errdefs.ErrInvalidArgument)
 	}
@@ -110,18 +110,18 @@ func copyFile(src, dst string) (retErr error) {
 // is exported from its sandbox.vhdx and imported over its own folder (convertScratchToReadOnlyLayer),
 // so its files are on disk where parent layers must have them. As in containerd, the
 // sandbox.vhdx stays: ociwclayer's export of the layer reads it later.
-func ConvertScratchToLayer(ctx context.Context, scratch string, parents []string) (retErr error) {
+func (l *Layers) ConvertScratchToLayer(ctx context.Context, scratch string, parents []string) (retErr error) {
 	scratch = filepath.Clean(scratch)
-	if err := privileges(); err != nil {
+	if err := l.privileges(); err != nil {
 		return fmt.Errorf("converting scratch %s: %w", scratch, err)
 	}
-	if mounted, err := isMounted(scratch); err != nil {
+	if mounted, err := l.isMounted(scratch); err != nil {
 		return fmt.Errorf("converting scratch %s: %w", scratch, err)
 	} else if mounted {
 		return fmt.Errorf("converting scratch %s: it is mounted (in use by a container): %w", scratch, errdefs.ErrFailedPrecondition)
 	}
 	if len(parents) == 0 {
-		if err := layerAPI.ConvertToBaseLayer(scratch); err != nil {
+		if err := l.api.ConvertToBaseLayer(scratch); err != nil {
 			return fmt.Errorf("converting %s into a base layer: %w", scratch, err)
 		}
 		return nil
@@ -129,13 +129,13 @@ func ConvertScratchToLayer(ctx context.Context, scratch string, parents []string
 	pr, pw := io.Pipe()
 	exported := make(chan error, 1)
 	go func() {
-		err := layerAPI.ExportLayerToTar(ctx, pw, scratch, parents)
+		err := l.api.ExportLayerToTar(ctx, pw, scratch, parents)
 		pw.CloseWithError(err)
 		exported <- err
 	}()
 	// SeSecurityPrivilege: see importWindows.
-	ierr := layerAPI.RunWithPrivileges([]string{winio.SeSecurityPrivilege}, func() error {
-		_, err := layerAPI.ImportLayerFromTar(ctx, pr, scratch, parents)
+	ierr := l.api.RunWithPrivileges([]string{winio.SeSecurityPrivilege}, func() error {
+		_, err := l.api.ImportLayerFromTar(ctx, pr, scratch, parents)
 		return err
 	})
 	if ierr == nil {
@@ -156,19 +156,19 @@ func ConvertScratchToLayer(ctx context.Context, scratch string, parents []string
 // DestroyLayer deletes a layer folder with vmcompute's DestroyLayer, which also removes files
 // that the backup APIs wrote with security descriptors that deny the caller (os.RemoveAll
 // fails on them). A folder that does not exist is not an error.
-func DestroyLayer(ctx context.Context, layer string) error {
-	if err := destroyLayer(filepath.Clean(layer)); err != nil && !errors.Is(err, os.ErrNotExist) {
+func (l *Layers) DestroyLayer(ctx context.Context, layer string) error {
+	if err := l.destroyLayer(filepath.Clean(layer)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	log.G(ctx).WithField("path", layer).Debug("destroyed layer")
 	return nil
 }
 
-func destroyLayer(layer string) error {
+func (l *Layers) destroyLayer(layer string) error {
 	if _, err := os.Lstat(layer); err != nil {
 		return err
 	}
-	if err := layerAPI.DestroyLayer(layer); err != nil {
+	if err := l.api.DestroyLayer(layer); err != nil {
 		return fmt.Errorf("destroying layer %s: %w", layer, err)
 	}
 	return nil

@@ -17,7 +17,7 @@ import (
 // emulatedStorage skips (fails in CI) unless the test runs where the stand-in vmcompute.dll
 // reaches hcsemu: under Wine, through make test-windows as root, which sets HCSEMU_TCP_ADDRESS.
 // The test then goes through hcsshim's real layer functions, not through fakeAPI.
-func emulatedStorage(t *testing.T) {
+func emulatedStorage(t *testing.T) *Layers {
 	t.Helper()
 	if os.Getenv("HCSEMU_TCP_ADDRESS") == "" {
 		if os.Getenv("CI") == "true" {
@@ -25,14 +25,14 @@ func emulatedStorage(t *testing.T) {
 		}
 		t.Skip("no emulator: make test-windows starts hcsemu and sets HCSEMU_TCP_ADDRESS when run as root")
 	}
-	t.Cleanup(SetLayerAPI(nil))
+	return New()
 }
 
 // TestStorageFilterWindows mounts a container's layers through hcsshim's ActivateLayer,
 // PrepareLayer and GetLayerMountPath as this package does on Windows, and uses the volume they
 // name, \\?\Volume{GUID}\, with ordinary file calls.
 func TestStorageFilterWindows(t *testing.T) {
-	emulatedStorage(t)
+	l := emulatedStorage(t)
 	ctx := context.Background()
 	root := t.TempDir()
 	base, mid, scratch := filepath.Join(root, "base"), filepath.Join(root, "mid"), filepath.Join(root, "scratch")
@@ -54,7 +54,7 @@ func TestStorageFilterWindows(t *testing.T) {
 	if err := hcsshim.ProcessBaseLayer(base); err != nil {
 		t.Fatalf("ProcessBaseLayer: %v", err)
 	}
-	if err := CreateScratch(ctx, scratch, parents, 0); err != nil {
+	if err := l.CreateScratch(ctx, scratch, parents, 0); err != nil {
 		t.Fatal(err)
 	}
 	// A base layer that can boot a utility VM: its UtilityVM folder is processed into the
@@ -65,20 +65,20 @@ func TestStorageFilterWindows(t *testing.T) {
 	if err := hcsshim.ProcessUtilityVMImage(filepath.Join(base, UtilityVMDir)); err != nil {
 		t.Fatalf("ProcessUtilityVMImage: %v", err)
 	}
-	if err := CreateUVMScratch(ctx, filepath.Join(scratch, "vm"), parents); err != nil {
+	if err := l.CreateUVMScratch(ctx, filepath.Join(scratch, "vm"), parents); err != nil {
 		t.Fatalf("CreateUVMScratch: %v", err)
 	}
-	vol, err := Mount(ctx, scratch, parents)
+	vol, err := l.Mount(ctx, scratch, parents)
 	if err != nil {
 		t.Fatalf("Mount: %v", err)
 	}
 	if !strings.HasPrefix(vol, `\\?\Volume{`) || !strings.HasSuffix(vol, `}\`) {
 		t.Fatalf("Mount = %q, want a volume path \\\\?\\Volume{GUID}\\", vol)
 	}
-	if again, err := Mount(ctx, scratch, parents); err != nil || again != vol {
+	if again, err := l.Mount(ctx, scratch, parents); err != nil || again != vol {
 		t.Fatalf("second Mount = %q, %v; want %q", again, err, vol)
 	}
-	if ok, err := IsMounted(scratch); !ok || err != nil {
+	if ok, err := l.IsMounted(scratch); !ok || err != nil {
 		t.Fatalf("IsMounted = %v, %v", ok, err)
 	}
 	for name, want := range map[string]string{"base.txt": "from base", `data\mid.txt`: "from mid"} {
@@ -92,35 +92,35 @@ func TestStorageFilterWindows(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(FilesPath(mid), "data", "new.txt")); err == nil {
 		t.Error("a write into the volume reached a parent layer")
 	}
-	if err := DestroyLayer(ctx, scratch); err == nil {
+	if err := l.DestroyLayer(ctx, scratch); err == nil {
 		t.Error("DestroyLayer of a mounted layer succeeded")
 	}
-	if err := Unmount(ctx, scratch); err != nil {
+	if err := l.Unmount(ctx, scratch); err != nil {
 		t.Fatalf("Unmount: %v", err)
 	}
-	if ok, err := IsMounted(scratch); ok || err != nil {
+	if ok, err := l.IsMounted(scratch); ok || err != nil {
 		t.Fatalf("IsMounted after Unmount = %v, %v", ok, err)
 	}
 	if _, err := os.Stat(vol + "base.txt"); err == nil {
 		t.Error("the volume is still reachable after Unmount")
 	}
 	// The scratch kept the write: mounted again, the file is there.
-	vol, err = Mount(ctx, scratch, parents)
+	vol, err = l.Mount(ctx, scratch, parents)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(vol + `data\new.txt`); err != nil || string(b) != "written" {
 		t.Errorf("after a second Mount: %q, %v", b, err)
 	}
-	if err := Unmount(ctx, scratch); err != nil {
+	if err := l.Unmount(ctx, scratch); err != nil {
 		t.Fatal(err)
 	}
 
 	// A base layer mounts as its own Files folder.
-	if vol, err := Mount(ctx, base, nil); err != nil || vol != FilesPath(base) {
+	if vol, err := l.Mount(ctx, base, nil); err != nil || vol != FilesPath(base) {
 		t.Fatalf("Mount of a base layer = %q, %v; want %s", vol, err, FilesPath(base))
 	}
-	if err := Unmount(ctx, base); err != nil {
+	if err := l.Unmount(ctx, base); err != nil {
 		t.Fatal(err)
 	}
 
@@ -140,7 +140,7 @@ func TestStorageFilterWindows(t *testing.T) {
 	if err := hcsshim.ActivateLayer(di, "nonexistent"); !errors.As(err, &he) || !errors.Is(he.Err, windows.ERROR_PATH_NOT_FOUND) {
 		t.Errorf("ActivateLayer of a missing folder = %v; want ERROR_PATH_NOT_FOUND", err)
 	}
-	if err := DestroyLayer(ctx, scratch); err != nil {
+	if err := l.DestroyLayer(ctx, scratch); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := hcsshim.LayerExists(di, "scratch"); ok || err != nil {
@@ -155,8 +155,8 @@ func TestStorageFilterWindows(t *testing.T) {
 // behind this package's checks is hcsshim's real one (ociwclayer over the backup APIs and the
 // stand-in vmcompute.dll), and nothing is left behind.
 func TestHostileTarsThroughHcsshim(t *testing.T) {
-	emulatedStorage(t)
-	hostileTars(t)
+	l := emulatedStorage(t)
+	hostileTars(t, l)
 }
 
 // TestBaseLayerThroughHcsshim imports a base layer with hcsshim's real importer (ociwclayer:
@@ -167,7 +167,7 @@ func TestHostileTarsThroughHcsshim(t *testing.T) {
 // later writes on it) and the read-only attribute (Wine derives it from the Unix mode, which
 // the applied security descriptor changes).
 func TestBaseLayerThroughHcsshim(t *testing.T) {
-	emulatedStorage(t)
+	l := emulatedStorage(t)
 	in := winTar(t, []fent{
 		{name: "Files", typ: tar.TypeDir, attrs: 0x10, sd: sampleSD},
 		{name: "Files/Windows", typ: tar.TypeDir, attrs: 0x10, sd: sampleSD},
@@ -177,7 +177,7 @@ func TestBaseLayerThroughHcsshim(t *testing.T) {
 		{name: "Files/empty", typ: tar.TypeReg, attrs: 0x20},
 	})
 	layer := filepath.Join(t.TempDir(), "base")
-	if _, err := ImportLayer(context.Background(), bytes.NewReader(in), layer, nil, ImportOptions{}); err != nil {
+	if _, err := l.ImportLayer(context.Background(), bytes.NewReader(in), layer, nil, ImportOptions{}); err != nil {
 		t.Fatalf("import: %v", err)
 	}
 	for _, n := range []string{"blank.vhdx", "blank-base.vhdx"} {
@@ -186,7 +186,7 @@ func TestBaseLayerThroughHcsshim(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if err := ExportLayer(context.Background(), &out, layer); err != nil {
+	if err := l.ExportLayer(context.Background(), &out, layer); err != nil {
 		t.Fatalf("export: %v", err)
 	}
 	want, got := readEntries(t, in), readEntries(t, out.Bytes())

@@ -49,7 +49,7 @@ func TestImportWithWclayer(t *testing.T) {
 			t.Fatal(err)
 		}
 		layer := filepath.Join(dir, fmt.Sprintf("layer%d", i))
-		if _, err := wclayer.ImportLayer(context.Background(), zr, layer, parents, wclayer.ImportOptions{}); err != nil {
+		if _, err := wclayer.New().ImportLayer(context.Background(), zr, layer, parents, wclayer.ImportOptions{}); err != nil {
 			t.Fatalf("wclayer.ImportLayer of layer %d: %v", i, err)
 		}
 		parents = append([]string{layer}, parents...)
