@@ -13,9 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// supported reports whether import/export work on this OS.
-func supported() error { return nil }
-
 func setXattr(path, name string, value []byte) error {
 	if err := unix.Lsetxattr(path, name, value, 0); err != nil {
 		return &os.PathError{Op: "setxattr " + name, Path: path, Err: err}

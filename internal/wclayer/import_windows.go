@@ -24,7 +24,7 @@ import (
 // registry hives processed, and for a base layer the blank scratch VHDX templates made. hcsshim's
 // pkg/ociwclayer does all of it from an OCI Windows layer tar, so ImportLayer and ExportLayer
 // route there (Layers.importLayer, exportLayer) instead of to the folder-and-xattr
-// representation of import.go and export.go.
+// representation of import_linux.go and export_linux.go, which only the emulator has.
 
 // privileges enables, for the whole process, what the backup APIs need: SeBackupPrivilege
 // to read any file (export) and SeRestorePrivilege to write any file with any owner and
