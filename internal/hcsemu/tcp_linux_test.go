@@ -35,7 +35,7 @@ func serveStdio(t *testing.T, timeout time.Duration) (*Server, string) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.ServeTCP(context.Background(), ln) }()
+	go func() { done <- s.ServeTCP(context.Background(), ln, testKey) }()
 	t.Cleanup(func() {
 		ln.Close()
 		select {
@@ -51,14 +51,42 @@ func serveStdio(t *testing.T, timeout time.Duration) (*Server, string) {
 	return s, ln.Addr().String()
 }
 
-// attachStdio opens a stream connection: its first frame is AttachStdio{token, slot}.
-func attachStdio(t *testing.T, addr, token string, slot int) *net.TCPConn {
+// testKey is the TCP key of every server these tests start.
+var testKey = func() string {
+	k, err := NewTCPKey()
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
+// dialAuthenticated opens a TCP connection to addr that has presented testKey, as every
+// client must before anything else.
+func dialAuthenticated(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	return dialWithKey(t, addr, testKey)
+}
+
+func dialWithKey(t *testing.T, addr, key string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := wire.Authenticate(c, key); err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Time{})
+	return c
+}
+
+// attachStdio opens a stream connection: after the key, its first frame is
+// AttachStdio{token, slot}.
+func attachStdio(t *testing.T, addr, token string, slot int) *net.TCPConn {
+	t.Helper()
+	c := dialAuthenticated(t, addr)
 	f, err := wire.NewRequest(1, wire.MethodAttachStdio, wire.AttachStdioArgs{Token: token, Slot: slot})
 	if err != nil {
 		t.Fatal(err)
@@ -229,11 +257,7 @@ func TestTCPAttachRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := dialAuthenticated(t, addr)
 			if _, err := c.Write(tc.bytes); err != nil {
 				t.Fatal(err)
 			}
@@ -287,7 +311,7 @@ func TestTCPShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.ServeTCP(context.Background(), ln) }()
+	go func() { done <- s.ServeTCP(context.Background(), ln, testKey) }()
 
 	relayedR, relayedW := pipe(t) // a process that writes nothing and never ends
 	waitingR, waitingW := pipe(t) // a stream nobody attaches
@@ -350,11 +374,12 @@ type tcpClient struct {
 
 func dialTCP(t *testing.T, addr string) *tcpClient {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	return dialTCPWithKey(t, addr, testKey)
+}
+
+func dialTCPWithKey(t *testing.T, addr, key string) *tcpClient {
+	t.Helper()
+	c := dialWithKey(t, addr, key)
 	return &tcpClient{t: t, c: c, r: bufio.NewReader(c)}
 }
 

@@ -44,9 +44,10 @@ func Listen(address string) (*net.UnixListener, error) {
 	return ln, nil
 }
 
-// Serve accepts unix connections until ln is closed, then closes them all and returns.
+// Serve accepts unix connections until ln is closed, then closes them all and returns. Only
+// the daemon's own uid is served (gate_linux.go).
 func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
-	return s.serve(ctx, func() (net.Conn, error) { return ln.AcceptUnix() }, func(ctx context.Context, _ *group, nc net.Conn) {
+	return s.serve(ctx, func() (net.Conn, error) { return ln.AcceptUnix() }, "", func(ctx context.Context, _ *group, nc net.Conn) {
 		s.runConn(ctx, &unixTransport{wc: wire.NewConn(nc.(*net.UnixConn))}, nil)
 	})
 }
