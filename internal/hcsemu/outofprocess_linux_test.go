@@ -268,3 +268,66 @@ func TestDaemonFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestDaemonPermissions: whatever the umask the daemon starts with, what it makes is its
+// user's only: the socket (0600) and its folder, the root, and the TCP key file (0600); a root
+// that existed with looser permissions is made owner-only too.
+func TestDaemonPermissions(t *testing.T) {
+	requireRoot(t)
+	bin := hcsemuBinary.build(t)
+	for _, umask := range []int{0o000, 0o022, 0o077} {
+		t.Run(fmt.Sprintf("umask %03o", umask), func(t *testing.T) {
+			dir := t.TempDir()
+			sock, root := filepath.Join(dir, "run", "hcsemu.sock"), filepath.Join(dir, "root")
+			addrFile, keyFile := filepath.Join(dir, "tcp-address"), filepath.Join(dir, "tcp-key")
+			if umask == 0 {
+				// A root made by someone else, readable by all.
+				if err := os.Mkdir(root, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				os.Chmod(root, 0o755)
+			}
+			// The shell sets the umask the daemon inherits; this process's stays as it is.
+			daemon := exec.Command("sh", "-c", fmt.Sprintf(`umask %03o && exec "$0" "$@"`, umask), bin,
+				"--address", sock, "--root", root, "--tcp-address", "127.0.0.1:0", "--tcp-address-file", addrFile, "--tcp-key-file", keyFile)
+			var out strings.Builder
+			daemon.Stdout, daemon.Stderr = &out, &out
+			if err := daemon.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				daemon.Process.Signal(syscall.SIGTERM)
+				if err := daemon.Wait(); err != nil {
+					t.Errorf("daemon: %v\n%s", err, out.String())
+				}
+			})
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(addrFile); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the daemon is not ready within 10s:\n%s", out.String())
+				}
+			}
+			for _, tc := range []struct {
+				what, path string
+				want       os.FileMode // exactly, or with want 0 no group or other bits
+			}{
+				{"the socket", sock, 0o600},
+				{"the socket's folder", filepath.Dir(sock), 0},
+				{"the root", root, 0},
+				{"the TCP key file", keyFile, 0o600},
+			} {
+				fi, err := os.Stat(tc.path)
+				if err != nil {
+					t.Errorf("%s: %v", tc.what, err)
+					continue
+				}
+				perm := fi.Mode().Perm()
+				if (tc.want != 0 && perm != tc.want) || perm&0o077 != 0 {
+					t.Errorf("%s %s has mode %04o under umask %03o: want it its owner's only", tc.what, tc.path, perm, umask)
+				}
+			}
+		})
+	}
+}
