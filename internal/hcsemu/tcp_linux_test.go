@@ -3,6 +3,7 @@ package hcsemu
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -233,7 +234,9 @@ func TestTCPStdio(t *testing.T) {
 	}
 }
 
-// TestTCPAttachRefused: a stream connection with a bad first frame is closed without a byte.
+// TestTCPAttachRefused: a stream connection with a bad first frame after the key, a token that
+// is unknown, guessed, altered or another daemon's among them, is closed without a byte and
+// takes no stream.
 func TestTCPAttachRefused(t *testing.T) {
 	s, addr := serveStdio(t, AttachTimeout)
 	r, w := pipe(t)
@@ -244,11 +247,26 @@ func TestTCPAttachRefused(t *testing.T) {
 	frame := func(body string) []byte {
 		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
 	}
+	attach := func(token string) []byte {
+		return frame(`{"id":1,"method":"AttachStdio","args":{"token":"` + token + `","slot":1}}`)
+	}
+	// A token of another daemon's (a stale one, from before a restart): each server has its own.
+	other, _ := serveStdio(t, AttachTimeout)
+	otherR, _ := pipe(t)
+	stale, err := other.stdio.add(context.Background(), wire.ProcessReply{PID: 3, Stdio: [3]bool{false, true, false}}, []*os.File{otherR})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name  string
 		bytes []byte
 	}{
-		{"unknown token", frame(`{"id":1,"method":"AttachStdio","args":{"token":"nope","slot":1}}`)},
+		{"unknown token", attach("nope")},
+		{"guessed token", attach(rand.Text())},
+		{"the token in lower case", attach(strings.ToLower(token))},
+		{"the token less its last character", attach(token[:len(token)-1])},
+		{"another daemon's token", attach(stale)},
+		{"empty token", attach("")},
 		{"slot out of range", frame(`{"id":1,"method":"AttachStdio","args":{"token":"` + token + `","slot":7}}`)},
 		{"unknown field", frame(`{"id":1,"method":"AttachStdio","args":{"token":"` + token + `","slot":1,"pid":3}}`)},
 		{"descriptors claimed", frame(`{"id":1,"method":"AttachStdio","fds":1,"args":{"token":"` + token + `","slot":1}}`)},
