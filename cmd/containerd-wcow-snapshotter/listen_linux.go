@@ -17,9 +17,11 @@ const (
 	defaultContainerd = "/run/containerd/containerd.sock"
 )
 
-// listen listens on a unix socket, replacing a stale one left by a process that died.
+// listen listens on a unix socket, replacing a stale one left by a process that died. The
+// socket is 0600, in a folder that, when it makes it, is owner-only: the socket is made with
+// the mode the umask leaves, and its folder keeps others away until the chmod.
 func listen(address string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(address), 0o711); err != nil {
+	if err := os.MkdirAll(filepath.Dir(address), 0o700); err != nil {
 		return nil, fmt.Errorf("creating folder of socket %s: %w", address, err)
 	}
 	if c, err := net.Dial("unix", address); err == nil {

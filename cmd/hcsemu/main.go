@@ -3,12 +3,14 @@
 // Command hcsemu is the HCS emulator daemon: it serves internal/hcsemu on a unix socket so that
 // runhcs's shim and tools run on Linux as they do against the Host Compute Service on Windows.
 // With --tcp-address it also serves the same engine on a loopback TCP address, for the stand-in
-// computecore.dll that Windows programs load under Wine (hack/wine); --tcp-address-file then
-// names a file to write the address served to (useful with port 0). On SIGTERM or SIGINT it
+// DLLs that Windows programs load under Wine (hack/wine); every TCP connection must first
+// present the key the daemon writes (0600, new at every start) to --tcp-key-file, which is
+// required with --tcp-address. --tcp-address-file names a file to write the address served
+// to (useful with port 0); it is written last, once the daemon serves. On SIGTERM or SIGINT it
 // terminates every compute system (killing their processes and removing their cgroups) and
 // exits 0, having removed every HNS network, endpoint and namespace.
 //
-//	hcsemu --address /run/hcsemu/hcsemu.sock [--tcp-address 127.0.0.1:0 --tcp-address-file FILE]
+//	hcsemu --address /run/hcsemu/hcsemu.sock [--tcp-address 127.0.0.1:0 --tcp-key-file KEY [--tcp-address-file FILE]]
 //
 // `hcsemu hostns --root ROOT -- PROGRAM ARGS…` runs a program in the emulated Windows host's
 // network namespace of the daemon using ROOT (where HNS networks are bridges with their
@@ -39,8 +41,9 @@ func main() {
 		root      = flag.String("root", "/var/lib/hcsemu", "folder for the emulator's state")
 		osVersion = flag.String("os-version", hcsemu.DefaultOSVersion, "the emulated host's Windows build (major.minor.build.revision)")
 		logLevel  = flag.String("log-level", "info", "log level: trace, debug, info, warn, error")
-		tcpAddr   = flag.String("tcp-address", "", "also serve on this loopback TCP address, host:port (port 0: any free port); loopback only, as the protocol has no authentication")
+		tcpAddr   = flag.String("tcp-address", "", "also serve on this loopback TCP address, host:port (port 0: any free port); needs --tcp-key-file")
 		tcpFile   = flag.String("tcp-address-file", "", "once ready, write the TCP address served to this file (needs --tcp-address)")
+		tcpKey    = flag.String("tcp-key-file", "", "write the key every TCP connection must present to this file (mode 0600, a new key at every start; needs --tcp-address)")
 	)
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -51,14 +54,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "hcsemu: --log-level %q: %v\n", *logLevel, err)
 		os.Exit(2)
 	}
-	addrs := hcsemu.Addresses{Unix: *address, TCP: *tcpAddr, TCPFile: *tcpFile}
-	if *tcpAddr != "" {
-		if err := hcsemu.ValidateTCPAddress(*tcpAddr); err != nil {
-			fmt.Fprintf(os.Stderr, "hcsemu: %v\n", err)
-			os.Exit(2)
-		}
-	} else if *tcpFile != "" {
-		fmt.Fprintf(os.Stderr, "hcsemu: --tcp-address-file %q needs --tcp-address\n", *tcpFile)
+	addrs := hcsemu.Addresses{Unix: *address, TCP: *tcpAddr, TCPFile: *tcpFile, TCPKeyFile: *tcpKey}
+	if err := addrs.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "hcsemu: %v\n", err)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

@@ -54,6 +54,13 @@ for arg in "$@"; do
 	fi
 done
 
+# The stand-in DLLs find hcsemu through HCSEMU_TCP_ADDRESS and authenticate with the key in
+# the file HCSEMU_TCP_KEY_FILE names; both pass through to the program with the rest of the
+# environment. One without the other is a run that cannot reach the daemon: say so up front.
+if [[ -n "${HCSEMU_TCP_ADDRESS:-}" && -z "${HCSEMU_TCP_KEY_FILE:-}" ]]; then
+	echo "wine-exec: HCSEMU_TCP_ADDRESS is set without HCSEMU_TCP_KEY_FILE: hcsemu will refuse the stand-in DLLs (see hcsemu --tcp-key-file)" >&2
+fi
+
 wine_env
 exec {lockfd}>"${WINE_LOCK}"
 flock "${lockfd}"

@@ -5,7 +5,8 @@
 #
 #   hack/wine/test.sh [PACKAGE…]      default: every package with Windows code
 #
-# As root it also runs hcsemu with a loopback TCP listener (--tcp-address), so that the
+# As root it also runs hcsemu with a loopback TCP listener (--tcp-address, with its key in
+# --tcp-key-file, which HCSEMU_TCP_KEY_FILE gives the stand-in DLLs), so that the
 # internal/hcs contract suite drives the emulator through the real computecore bindings and the
 # stand-in computecore.dll.
 #
@@ -47,7 +48,8 @@ start_emulator() {
 		CGO_ENABLED=0 go build -o "${emu_dir}/image/workload/workload.exe" ./test/workload &&
 		cp "${emu_dir}/image/workload/workload.exe" "${emu_dir}/image/Windows/System32/workload.exe" || return 1
 	"${emu_dir}/hcsemu" --address "${emu_dir}/hcsemu.sock" --root "${emu_dir}/state" \
-		--tcp-address 127.0.0.1:0 --tcp-address-file "${emu_dir}/tcp-address" >"${emu_dir}/hcsemu.log" 2>&1 &
+		--tcp-address 127.0.0.1:0 --tcp-address-file "${emu_dir}/tcp-address" \
+		--tcp-key-file "${emu_dir}/tcp-key" >"${emu_dir}/hcsemu.log" 2>&1 &
 	hcsemu_pid=$!
 	# hcsemu writes the address file last, once it serves both transports.
 	for _ in $(seq 300); do
@@ -60,9 +62,12 @@ start_emulator() {
 		cat "${emu_dir}/hcsemu.log" >&2
 		return 1
 	fi
-	# Wine passes the environment on to the Windows test binaries.
-	export HCSEMU_TCP_ADDRESS RUNHCS_WINE_IMAGE
+	# Wine passes the environment on to the Windows test binaries. The stand-in DLLs present
+	# the key in HCSEMU_TCP_KEY_FILE (this Linux path; they reach it through Wine's Z:) on every
+	# connection: hcsemu serves no TCP client without it.
+	export HCSEMU_TCP_ADDRESS HCSEMU_TCP_KEY_FILE RUNHCS_WINE_IMAGE
 	HCSEMU_TCP_ADDRESS="$(cat "${emu_dir}/tcp-address")"
+	HCSEMU_TCP_KEY_FILE="${emu_dir}/tcp-key"
 	RUNHCS_WINE_IMAGE="${emu_dir}/image"
 	echo "test-windows: hcsemu serving on ${HCSEMU_TCP_ADDRESS}" >&2
 }

@@ -2,13 +2,16 @@ package computecore_test
 
 import (
 	"bufio"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -24,16 +27,19 @@ import (
 // run only under Wine, where hack/wine/setup.sh installs the stand-in in system32; on Windows
 // computecore.dll is Microsoft's and talks to the real HCS.
 //
-// The daemon here is a small fake that speaks hcsemu's wire protocol, with the TCP stdio
-// extension the stand-in expects (hack/wine/README.md): a reply with stdio carries a
-// "stdioToken", and each stream arrives on its own connection whose first frame is
-// AttachStdio{token, slot}.
+// The daemon here is a small fake that speaks hcsemu's wire protocol, with the TCP extensions
+// the stand-in expects (hack/wine/README.md): every connection starts with Authenticate and
+// the daemon's key, a reply with stdio carries a "stdioToken", and each stream arrives on its
+// own connection whose first frame after the key is AttachStdio{token, slot}.
 
 // unicode is in every document so that the UTF-16 <-> UTF-8 conversions are checked.
 const unicode = "wïndows ☃ 😀"
 
 type fakeDaemon struct {
 	l net.Listener
+	// key is what every connection must present first, as hcsemu's --tcp-key-file; the
+	// stand-in reads it from the file HCSEMU_TCP_KEY_FILE names.
+	key string
 
 	mu       sync.Mutex
 	conn     net.Conn // the stand-in's control connection
@@ -45,6 +51,7 @@ type fakeDaemon struct {
 	stdinSeen    []byte
 	stdinEOF     bool
 	stdinAtClose string
+	refused      []string // why each refused connection was refused
 	sendMu       sync.Mutex
 }
 
@@ -68,9 +75,18 @@ func standInAPI(t *testing.T) (computecore.API, *fakeDaemon) {
 			daemonErr = err
 			return
 		}
-		daemon = &fakeDaemon{l: l, received: map[string][]string{}, streams: map[string]chan net.Conn{}}
+		daemon = &fakeDaemon{l: l, key: newKey(), received: map[string][]string{}, streams: map[string]chan net.Conn{}}
 		go daemon.serve()
 		if err := os.Setenv("HCSEMU_TCP_ADDRESS", l.Addr().String()); err != nil {
+			daemonErr = err
+			return
+		}
+		// A Windows path here; test.sh gives the real daemon's as a Linux path.
+		var keyFile string
+		if keyFile, daemonErr = writeKeyFile(daemon.key); daemonErr != nil {
+			return
+		}
+		if err := os.Setenv(wire.KeyFileEnv, keyFile); err != nil {
 			daemonErr = err
 			return
 		}
@@ -132,8 +148,59 @@ func (d *fakeDaemon) stream(token string, slot int) chan net.Conn {
 	return d.streams[k]
 }
 
+// newKey returns a key as hcsemu makes them: 32 random bytes in hex.
+func newKey() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// writeKeyFile writes key to a file of a temporary folder that lives as long as the test
+// binary (the stand-in reads it at every dial) and returns its path.
+func writeKeyFile(key string) (string, error) {
+	dir, err := os.MkdirTemp("", "standin-key")
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "key")
+	return p, os.WriteFile(p, []byte(key+"\n"), 0o600)
+}
+
+// admit is hcsemu's gate: the first frame must be Authenticate with the daemon's key, which is
+// acknowledged; otherwise the connection is closed unanswered.
+func (d *fakeDaemon) admit(c net.Conn, r io.Reader) bool {
+	f, err := readFrame(r)
+	why := ""
+	var a wire.AuthenticateArgs
+	switch {
+	case err != nil:
+		why = "no first frame: " + err.Error()
+	case f.Method != wire.MethodAuthenticate:
+		why = "first frame " + f.Method
+	case f.DecodeArgs(&a) != nil || a.Key != d.key:
+		why = "wrong key"
+	}
+	if why != "" {
+		d.mu.Lock()
+		d.refused = append(d.refused, why)
+		d.mu.Unlock()
+		_ = c.Close()
+		return false
+	}
+	return wire.WriteFrame(c, &wire.Frame{ID: f.ID}) == nil
+}
+
+func (d *fakeDaemon) refusals() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.refused...)
+}
+
 func (d *fakeDaemon) handle(c net.Conn) {
 	r := bufio.NewReader(c)
+	if !d.admit(c, r) {
+		return
+	}
 	first := true
 	for {
 		f, err := readFrame(r)
@@ -704,5 +771,51 @@ func TestStandInCloseStdinAfterWrites(t *testing.T) {
 	b, err := io.ReadAll(stdout)
 	if err != nil || string(b) != "WRITTEN BEFORE THE CLOSE" {
 		t.Errorf("stdout %q, %v", b, err)
+	}
+}
+
+// TestStandInKey: every connection of the stand-in presents the key in the file
+// HCSEMU_TCP_KEY_FILE names, read at each dial; with a wrong key or none, the daemon refuses
+// the connection and the caller gets no stream.
+func TestStandInKey(t *testing.T) {
+	api, d := standInAPI(t)
+	cs, err := api.OpenComputeSystem("c1", computecore.GenericAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.CloseComputeSystem(cs)
+	wrong, err := writeKeyFile(newKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, keyFile string
+		refused       bool // the daemon saw the connection (without a key file there is none to send)
+	}{
+		{"another daemon's key", wrong, true},
+		{"no key file", filepath.Join(filepath.Dir(wrong), "absent"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(wire.KeyFileEnv, tc.keyFile)
+			before := len(d.refusals())
+			op, _ := api.CreateOperation(0, nil)
+			defer api.CloseOperation(op)
+			p, err := api.CreateProcess(cs, `{"CommandLine":"upper","CreateStdOutPipe":true}`, op, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer api.CloseProcess(p)
+			info, _, err := api.WaitForOperationResultAndProcessInfo(op, 10_000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.StdOutput != 0 {
+				os.NewFile(info.StdOutput, "stdout").Close()
+				t.Errorf("a stdout handle %#x with %s: want none, the stream's connection refused", info.StdOutput, tc.name)
+			}
+			if got := d.refusals()[before:]; tc.refused && (len(got) != 3 || got[0] != "wrong key") {
+				t.Errorf("the daemon refused %q; want the three streams' connections for a wrong key", got)
+			}
+		})
 	}
 }

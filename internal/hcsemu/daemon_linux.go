@@ -16,9 +16,9 @@ import (
 // down in reverse order. The server itself is in server_linux.go.
 
 // Run is the daemon: an engine served at addrs until ctx is done, then every system is
-// terminated and the socket (and the TCP address file) removed.
+// terminated and the socket (and the TCP address and key files) removed.
 func Run(ctx context.Context, cfg Config, addrs Addresses) error {
-	if err := addrs.validate(); err != nil {
+	if err := addrs.Validate(); err != nil {
 		return err
 	}
 	// The socket first: a second daemon on the same address stops here, before its engine
@@ -28,7 +28,12 @@ func Run(ctx context.Context, cfg Config, addrs Addresses) error {
 		return err
 	}
 	var tln net.Listener
+	var key string
 	if addrs.TCP != "" {
+		if key, err = NewTCPKey(); err != nil {
+			ln.Close()
+			return err
+		}
 		if tln, err = ListenTCP(addrs.TCP); err != nil {
 			ln.Close()
 			return err
@@ -55,10 +60,12 @@ func Run(ctx context.Context, cfg Config, addrs Addresses) error {
 	go func() { done <- srv.Serve(ctx, ln) }()
 	if tln != nil {
 		serving++
-		go func() { done <- srv.ServeTCP(ctx, tln) }()
+		go func() { done <- srv.ServeTCP(ctx, tln, key) }()
+		// The key before the address file, which tells clients they can connect.
+		err = WriteTCPKeyFile(addrs.TCPKeyFile, key)
 	}
 	// The address file last: it tells whoever waits for it that the daemon is ready.
-	if addrs.TCPFile != "" {
+	if err == nil && addrs.TCPFile != "" {
 		if err = atomicfile.WriteFile(addrs.TCPFile, []byte(tln.Addr().String()), 0o644); err != nil {
 			err = fmt.Errorf("--tcp-address-file: %w", err)
 		}
@@ -81,6 +88,10 @@ func Run(ctx context.Context, cfg Config, addrs Addresses) error {
 	os.Remove(addrs.Unix)
 	if addrs.TCPFile != "" {
 		os.Remove(addrs.TCPFile)
+	}
+	if addrs.TCPKeyFile != "" {
+		// A stale key opens nothing (the next daemon makes its own), but it is a secret.
+		os.Remove(addrs.TCPKeyFile)
 	}
 	return errors.Join(err, cerr)
 }

@@ -85,7 +85,7 @@ func startDaemon(t *testing.T) *testDaemon {
 	srv := NewServer(e)
 	done := make(chan error, 2)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	go func() { done <- srv.ServeTCP(ctx, tln) }()
+	go func() { done <- srv.ServeTCP(ctx, tln, testKey) }()
 	var once sync.Once
 	d := &testDaemon{addr: addr, tcpAddr: tln.Addr().String(), engine: e, srv: srv}
 	d.stop = func() {

@@ -32,6 +32,10 @@
 //     methods_compute_linux.go and methods_storage_linux.go: its entries for compute systems and
 //     processes, and for the storage filter. A new group of
 //     wire methods is a new methods_*_linux.go file adding its own entries.
+//   - gate_linux.go: who may talk to the daemon, decided in one place for every transport
+//     before a connection is served: on the unix socket (0600, in an owner-only folder when
+//     the daemon makes it) the daemon's own uid only (SO_PEERCRED); on TCP, a first frame
+//     with the daemon's key (--tcp-key-file, new at every start). Refusals are logged.
 //   - unix_linux.go: the unix socket transport, stdio sent as descriptors.
 //   - tcp_linux.go, listen.go: the loopback TCP transport (--tcp-address): the same handler,
 //     with a process's stdio kept under a token for the client's AttachStdio connections

@@ -90,6 +90,11 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("create root %s: %w", root, err)
 	}
+	// The root holds the containers' files and the emulator's records: owner-only, also when
+	// it was made before with looser permissions (MkdirAll leaves an existing folder as it is).
+	if err := os.Chmod(root, 0o700); err != nil {
+		return nil, fmt.Errorf("make root %s owner-only: %w", root, err)
+	}
 	// One daemon per root: the root names the cgroups, and a starting daemon ends whatever a
 	// dead one of the same root left in them, which must never be a live daemon's systems.
 	lock, err := os.OpenFile(filepath.Join(root, "hcsemu.lock"), os.O_RDWR|os.O_CREATE, 0o600)

@@ -53,13 +53,16 @@ func TestAddressesValidate(t *testing.T) {
 		want  string // "" for valid
 	}{
 		{"unix only", Addresses{Unix: "/run/hcsemu/hcsemu.sock"}, ""},
-		{"unix and tcp", Addresses{Unix: "/s", TCP: "127.0.0.1:0", TCPFile: "/tmp/a"}, ""},
-		{"no unix", Addresses{TCP: "127.0.0.1:0"}, "--address"},
-		{"non-loopback tcp", Addresses{Unix: "/s", TCP: "0.0.0.0:1"}, `--tcp-address "0.0.0.0:1"`},
+		{"unix and tcp", Addresses{Unix: "/s", TCP: "127.0.0.1:0", TCPFile: "/tmp/a", TCPKeyFile: "/tmp/k"}, ""},
+		{"tcp without address file", Addresses{Unix: "/s", TCP: "127.0.0.1:9345", TCPKeyFile: "/tmp/k"}, ""},
+		{"no unix", Addresses{TCP: "127.0.0.1:0", TCPKeyFile: "/tmp/k"}, "--address"},
+		{"non-loopback tcp", Addresses{Unix: "/s", TCP: "0.0.0.0:1", TCPKeyFile: "/tmp/k"}, `--tcp-address "0.0.0.0:1"`},
+		{"tcp without key file", Addresses{Unix: "/s", TCP: "127.0.0.1:0", TCPFile: "/tmp/a"}, `--tcp-address "127.0.0.1:0" without --tcp-key-file`},
 		{"file without tcp", Addresses{Unix: "/s", TCPFile: "/tmp/a"}, `--tcp-address-file "/tmp/a" without --tcp-address`},
+		{"key file without tcp", Addresses{Unix: "/s", TCPKeyFile: "/tmp/k"}, `--tcp-key-file "/tmp/k" without --tcp-address`},
 	}
 	for _, tc := range tests {
-		err := tc.addrs.validate()
+		err := tc.addrs.Validate()
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)

@@ -176,9 +176,9 @@ func TestDaemonOutOfProcess(t *testing.T) {
 
 	// A new daemon on the same root and address replaces the stale socket and ends what the
 	// killed one left in its cgroups. It also serves loopback TCP on a port of its choosing,
-	// and says which in the address file once it is ready.
-	addrFile := filepath.Join(dir, "tcp-address")
-	daemon2 := exec.Command(bin, "--address", addr, "--root", filepath.Join(dir, "root"), "--tcp-address", "127.0.0.1:0", "--tcp-address-file", addrFile)
+	// and says which in the address file once it is ready, with its key in the key file.
+	addrFile, keyFile := filepath.Join(dir, "tcp-address"), filepath.Join(dir, "tcp-key")
+	daemon2 := exec.Command(bin, "--address", addr, "--root", filepath.Join(dir, "root"), "--tcp-address", "127.0.0.1:0", "--tcp-address-file", addrFile, "--tcp-key-file", keyFile)
 	daemon2.Stdout, daemon2.Stderr = daemonLog, daemonLog
 	if err := daemon2.Start(); err != nil {
 		t.Fatal(err)
@@ -208,7 +208,14 @@ func TestDaemonOutOfProcess(t *testing.T) {
 	if host, port, err := net.SplitHostPort(string(tcpAddr)); err != nil || host != "127.0.0.1" || port == "0" {
 		t.Errorf("--tcp-address-file holds %q: want 127.0.0.1 and the port chosen", tcpAddr)
 	}
-	tc := dialTCP(t, string(tcpAddr))
+	key, err := wire.ReadKeyFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(key) != 64 || key == testKey {
+		t.Errorf("--tcp-key-file holds %q: want 32 random bytes in hex", key)
+	}
+	tc := dialTCPWithKey(t, string(tcpAddr), key)
 	if f := tc.call(wire.MethodEnumerateComputeSystems, wire.QueryArgs{}); f.HResult != 0 || f.Result != "[]" {
 		t.Errorf("enumerate over TCP: hresult %#x, %s", f.HResult, f.Result)
 	}
@@ -223,6 +230,9 @@ func TestDaemonOutOfProcess(t *testing.T) {
 	}
 	if _, err := os.Stat(addrFile); err == nil {
 		t.Error("the TCP address file is still there after the daemon exited")
+	}
+	if _, err := os.Stat(keyFile); err == nil {
+		t.Error("the TCP key file is still there after the daemon exited")
 	}
 }
 
@@ -239,7 +249,9 @@ func TestDaemonFlags(t *testing.T) {
 		{"non-loopback", []string{"--tcp-address", "0.0.0.0:9345"}, `--tcp-address "0.0.0.0:9345": "0.0.0.0" is not a loopback IP address`},
 		{"host name", []string{"--tcp-address", "localhost:0"}, `--tcp-address "localhost:0"`},
 		{"no port", []string{"--tcp-address", "127.0.0.1"}, `--tcp-address "127.0.0.1"`},
-		{"address file alone", []string{"--tcp-address-file", filepath.Join(dir, "a")}, "--tcp-address-file " + strconv.Quote(filepath.Join(dir, "a")) + " needs --tcp-address"},
+		{"address file alone", []string{"--tcp-address-file", filepath.Join(dir, "a")}, "--tcp-address-file " + strconv.Quote(filepath.Join(dir, "a")) + " without --tcp-address"},
+		{"no key file", []string{"--tcp-address", "127.0.0.1:0"}, `--tcp-address "127.0.0.1:0" without --tcp-key-file`},
+		{"key file alone", []string{"--tcp-key-file", filepath.Join(dir, "k")}, "--tcp-key-file " + strconv.Quote(filepath.Join(dir, "k")) + " without --tcp-address"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -252,6 +264,69 @@ func TestDaemonFlags(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(dir, "root")); err == nil {
 				t.Error("the daemon made its root before refusing its flags")
+			}
+		})
+	}
+}
+
+// TestDaemonPermissions: whatever the umask the daemon starts with, what it makes is its
+// user's only: the socket (0600) and its folder, the root, and the TCP key file (0600); a root
+// that existed with looser permissions is made owner-only too.
+func TestDaemonPermissions(t *testing.T) {
+	requireRoot(t)
+	bin := hcsemuBinary.build(t)
+	for _, umask := range []int{0o000, 0o022, 0o077} {
+		t.Run(fmt.Sprintf("umask %03o", umask), func(t *testing.T) {
+			dir := t.TempDir()
+			sock, root := filepath.Join(dir, "run", "hcsemu.sock"), filepath.Join(dir, "root")
+			addrFile, keyFile := filepath.Join(dir, "tcp-address"), filepath.Join(dir, "tcp-key")
+			if umask == 0 {
+				// A root made by someone else, readable by all.
+				if err := os.Mkdir(root, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				os.Chmod(root, 0o755)
+			}
+			// The shell sets the umask the daemon inherits; this process's stays as it is.
+			daemon := exec.Command("sh", "-c", fmt.Sprintf(`umask %03o && exec "$0" "$@"`, umask), bin,
+				"--address", sock, "--root", root, "--tcp-address", "127.0.0.1:0", "--tcp-address-file", addrFile, "--tcp-key-file", keyFile)
+			var out strings.Builder
+			daemon.Stdout, daemon.Stderr = &out, &out
+			if err := daemon.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				daemon.Process.Signal(syscall.SIGTERM)
+				if err := daemon.Wait(); err != nil {
+					t.Errorf("daemon: %v\n%s", err, out.String())
+				}
+			})
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(addrFile); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the daemon is not ready within 10s:\n%s", out.String())
+				}
+			}
+			for _, tc := range []struct {
+				what, path string
+				want       os.FileMode // exactly, or with want 0 no group or other bits
+			}{
+				{"the socket", sock, 0o600},
+				{"the socket's folder", filepath.Dir(sock), 0},
+				{"the root", root, 0},
+				{"the TCP key file", keyFile, 0o600},
+			} {
+				fi, err := os.Stat(tc.path)
+				if err != nil {
+					t.Errorf("%s: %v", tc.what, err)
+					continue
+				}
+				perm := fi.Mode().Perm()
+				if (tc.want != 0 && perm != tc.want) || perm&0o077 != 0 {
+					t.Errorf("%s %s has mode %04o under umask %03o: want it its owner's only", tc.what, tc.path, perm, umask)
+				}
 			}
 		})
 	}

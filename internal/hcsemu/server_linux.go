@@ -33,10 +33,12 @@ func NewServer(e *Engine) *Server {
 	return &Server{e: e, stdio: newStdioTable(AttachTimeout)}
 }
 
-// serve accepts connections until accept fails for good, handing each to handle on a
-// goroutine of its own; then it closes every connection it accepted (and whatever their
-// handlers tracked in the group) and waits for the handlers to return.
-func (s *Server) serve(ctx context.Context, accept func() (net.Conn, error), handle func(context.Context, *group, net.Conn)) error {
+// serve accepts connections until accept fails for good, handing each that the gate admits
+// (admit, with tcpKey for byte-stream connections; gate_linux.go) to handle on a goroutine of
+// its own; then it closes every connection it accepted (and whatever their handlers tracked in
+// the group) and waits for the handlers to return. Every transport serves through here, so
+// that none serves a connection the gate has not admitted.
+func (s *Server) serve(ctx context.Context, accept func() (net.Conn, error), tcpKey string, handle func(context.Context, *group, net.Conn)) error {
 	g := &group{closers: map[io.Closer]struct{}{}}
 	defer g.closeAndWait()
 	// A connection is not cancelled with ctx: it ends when its client goes or this loop ends.
@@ -58,6 +60,10 @@ func (s *Server) serve(ctx context.Context, accept func() (net.Conn, error), han
 		go func() {
 			defer g.wg.Done()
 			defer untrack()
+			if err := admit(nc, tcpKey); err != nil {
+				refuse(cctx, nc, err)
+				return
+			}
 			handle(cctx, g, nc)
 		}()
 	}

@@ -22,9 +22,9 @@ import (
 
 // The TCP transport (package wire's doc, hack/wine/README.md): the same frames and requests as
 // the unix socket, for the stand-in computecore.dll that Windows programs load under Wine,
-// which cannot receive descriptors. A process's stdio waits in the server's stdioTable under a
+// which cannot receive descriptors. Every connection authenticates first (gate_linux.go). A process's stdio waits in the server's stdioTable under a
 // token the reply carries, until the client opens one connection per stream whose first frame
-// is AttachStdio; from then on that connection is the stream's bytes.
+// after the authentication is AttachStdio; from then on that connection is the stream's bytes.
 
 // AttachTimeout is how long a TCP client has to attach a process's streams before the daemon
 // closes them, so that a client that never attaches does not hold a process's pipes forever.
@@ -43,11 +43,16 @@ func ListenTCP(address string) (net.Listener, error) {
 }
 
 // ServeTCP accepts TCP connections until ln is closed, then closes them all (and the streams
-// they relay) and returns. A connection whose first frame is AttachStdio carries one stream of
-// a process; any other is a client's control connection, served as a unix one is, except that
-// a reply's stdio is kept under a token instead of sent.
-func (s *Server) ServeTCP(ctx context.Context, ln net.Listener) error {
-	return s.serve(ctx, ln.Accept, s.serveTCPConn)
+// they relay) and returns. Every connection first authenticates with key (the content of the
+// daemon's --tcp-key-file; gate_linux.go), or is refused. After that, a connection whose next
+// frame is AttachStdio carries one stream of a process; any other is a client's control
+// connection, served as a unix one is, except that a reply's stdio is kept under a token
+// instead of sent.
+func (s *Server) ServeTCP(ctx context.Context, ln net.Listener, key string) error {
+	if key == "" {
+		return errors.New("serve TCP: no key: every TCP connection must authenticate (--tcp-key-file)")
+	}
+	return s.serve(ctx, ln.Accept, key, s.serveTCPConn)
 }
 
 func (s *Server) serveTCPConn(ctx context.Context, g *group, nc net.Conn) {
@@ -56,7 +61,7 @@ func (s *Server) serveTCPConn(ctx context.Context, g *group, nc net.Conn) {
 	first, err := wire.ReadFrame(r)
 	if err != nil {
 		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-			log.G(ctx).WithError(err).Warn("hcsemu: TCP connection: first frame")
+			log.G(ctx).WithError(err).Warn("hcsemu: TCP connection: first frame after authentication")
 		}
 		nc.Close()
 		return

@@ -3,6 +3,7 @@ package hcsemu
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -35,7 +36,7 @@ func serveStdio(t *testing.T, timeout time.Duration) (*Server, string) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.ServeTCP(context.Background(), ln) }()
+	go func() { done <- s.ServeTCP(context.Background(), ln, testKey) }()
 	t.Cleanup(func() {
 		ln.Close()
 		select {
@@ -51,14 +52,42 @@ func serveStdio(t *testing.T, timeout time.Duration) (*Server, string) {
 	return s, ln.Addr().String()
 }
 
-// attachStdio opens a stream connection: its first frame is AttachStdio{token, slot}.
-func attachStdio(t *testing.T, addr, token string, slot int) *net.TCPConn {
+// testKey is the TCP key of every server these tests start.
+var testKey = func() string {
+	k, err := NewTCPKey()
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
+// dialAuthenticated opens a TCP connection to addr that has presented testKey, as every
+// client must before anything else.
+func dialAuthenticated(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	return dialWithKey(t, addr, testKey)
+}
+
+func dialWithKey(t *testing.T, addr, key string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := wire.Authenticate(c, key); err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Time{})
+	return c
+}
+
+// attachStdio opens a stream connection: after the key, its first frame is
+// AttachStdio{token, slot}.
+func attachStdio(t *testing.T, addr, token string, slot int) *net.TCPConn {
+	t.Helper()
+	c := dialAuthenticated(t, addr)
 	f, err := wire.NewRequest(1, wire.MethodAttachStdio, wire.AttachStdioArgs{Token: token, Slot: slot})
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +234,9 @@ func TestTCPStdio(t *testing.T) {
 	}
 }
 
-// TestTCPAttachRefused: a stream connection with a bad first frame is closed without a byte.
+// TestTCPAttachRefused: a stream connection with a bad first frame after the key, a token that
+// is unknown, guessed, altered or another daemon's among them, is closed without a byte and
+// takes no stream.
 func TestTCPAttachRefused(t *testing.T) {
 	s, addr := serveStdio(t, AttachTimeout)
 	r, w := pipe(t)
@@ -216,11 +247,26 @@ func TestTCPAttachRefused(t *testing.T) {
 	frame := func(body string) []byte {
 		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
 	}
+	attach := func(token string) []byte {
+		return frame(`{"id":1,"method":"AttachStdio","args":{"token":"` + token + `","slot":1}}`)
+	}
+	// A token of another daemon's (a stale one, from before a restart): each server has its own.
+	other, _ := serveStdio(t, AttachTimeout)
+	otherR, _ := pipe(t)
+	stale, err := other.stdio.add(context.Background(), wire.ProcessReply{PID: 3, Stdio: [3]bool{false, true, false}}, []*os.File{otherR})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name  string
 		bytes []byte
 	}{
-		{"unknown token", frame(`{"id":1,"method":"AttachStdio","args":{"token":"nope","slot":1}}`)},
+		{"unknown token", attach("nope")},
+		{"guessed token", attach(rand.Text())},
+		{"the token in lower case", attach(strings.ToLower(token))},
+		{"the token less its last character", attach(token[:len(token)-1])},
+		{"another daemon's token", attach(stale)},
+		{"empty token", attach("")},
 		{"slot out of range", frame(`{"id":1,"method":"AttachStdio","args":{"token":"` + token + `","slot":7}}`)},
 		{"unknown field", frame(`{"id":1,"method":"AttachStdio","args":{"token":"` + token + `","slot":1,"pid":3}}`)},
 		{"descriptors claimed", frame(`{"id":1,"method":"AttachStdio","fds":1,"args":{"token":"` + token + `","slot":1}}`)},
@@ -229,11 +275,7 @@ func TestTCPAttachRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := dialAuthenticated(t, addr)
 			if _, err := c.Write(tc.bytes); err != nil {
 				t.Fatal(err)
 			}
@@ -287,7 +329,7 @@ func TestTCPShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.ServeTCP(context.Background(), ln) }()
+	go func() { done <- s.ServeTCP(context.Background(), ln, testKey) }()
 
 	relayedR, relayedW := pipe(t) // a process that writes nothing and never ends
 	waitingR, waitingW := pipe(t) // a stream nobody attaches
@@ -350,11 +392,12 @@ type tcpClient struct {
 
 func dialTCP(t *testing.T, addr string) *tcpClient {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	return dialTCPWithKey(t, addr, testKey)
+}
+
+func dialTCPWithKey(t *testing.T, addr, key string) *tcpClient {
+	t.Helper()
+	c := dialWithKey(t, addr, key)
 	return &tcpClient{t: t, c: c, r: bufio.NewReader(c)}
 }
 

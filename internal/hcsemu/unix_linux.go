@@ -19,7 +19,9 @@ import (
 // answers on (left by a daemon that died) is removed. A socket somebody answers on is an
 // error, so two daemons never share an address.
 func Listen(address string) (*net.UnixListener, error) {
-	if err := os.MkdirAll(filepath.Dir(address), 0o755); err != nil {
+	// A folder of its own is owner-only: the socket is reachable by nobody else even before
+	// its chmod below (it is made with the mode the umask leaves).
+	if err := os.MkdirAll(filepath.Dir(address), 0o700); err != nil {
 		return nil, fmt.Errorf("create the folder of %s: %w", address, err)
 	}
 	if _, err := os.Lstat(address); err == nil {
@@ -44,9 +46,10 @@ func Listen(address string) (*net.UnixListener, error) {
 	return ln, nil
 }
 
-// Serve accepts unix connections until ln is closed, then closes them all and returns.
+// Serve accepts unix connections until ln is closed, then closes them all and returns. Only
+// the daemon's own uid is served (gate_linux.go).
 func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
-	return s.serve(ctx, func() (net.Conn, error) { return ln.AcceptUnix() }, func(ctx context.Context, _ *group, nc net.Conn) {
+	return s.serve(ctx, func() (net.Conn, error) { return ln.AcceptUnix() }, "", func(ctx context.Context, _ *group, nc net.Conn) {
 		s.runConn(ctx, &unixTransport{wc: wire.NewConn(nc.(*net.UnixConn))}, nil)
 	})
 }

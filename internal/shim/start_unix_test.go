@@ -5,10 +5,12 @@ package shim
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/containerd/containerd/v2/pkg/namespaces"
@@ -121,5 +123,54 @@ func TestShimGroup(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"annotations":{"io.kubernetes.cri.sandbox-id":"pod"}}`), 0o644)
 	if g := shimGroup(dir, "c1"); g != "pod" {
 		t.Errorf("group %q, want pod", g)
+	}
+}
+
+// TestShimSocketPermissions: whatever the umask, a pod's shim socket is 0600, in a socket
+// folder that is its owner's only, and the address file in the bundle is 0600.
+func TestShimSocketPermissions(t *testing.T) {
+	for _, umask := range []int{0o000, 0o022, 0o077} {
+		t.Run(fmt.Sprintf("umask %03o", umask), func(t *testing.T) {
+			// A short folder: the socket's path (64 hex digits in it) must fit in sun_path.
+			dir, err := os.MkdirTemp("", "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			ln, _ := countingLauncher(dir)
+			ctx := namespaces.WithNamespace(context.Background(), "k8s.io")
+			f := startFlags{namespace: "k8s.io", id: "sandbox1", address: "/run/containerd/containerd.sock"}
+			bundle := filepath.Join(dir, "sandbox1")
+			if err := os.MkdirAll(bundle, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Chdir(bundle)
+			// The umask is the process's: set it around the start only.
+			old := syscall.Umask(umask)
+			address, err := ln.startOrJoin(ctx, f, "")
+			syscall.Umask(old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cshim.RemoveSocket(address) })
+			sock := strings.TrimPrefix(address, "unix://")
+			for _, tc := range []struct {
+				what, path string
+				want       os.FileMode // exactly, or with want 0 no group or other bits
+			}{
+				{"the shim socket", sock, 0o600},
+				{"the socket folder", filepath.Dir(sock), 0},
+				{"the address file", filepath.Join(bundle, "address"), 0o600},
+			} {
+				fi, err := os.Stat(tc.path)
+				if err != nil {
+					t.Errorf("%s: %v", tc.what, err)
+					continue
+				}
+				if perm := fi.Mode().Perm(); (tc.want != 0 && perm != tc.want) || perm&0o077 != 0 {
+					t.Errorf("%s %s has mode %04o under umask %03o: want it its owner's only", tc.what, tc.path, perm, umask)
+				}
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +56,14 @@ func NewSnapshotter(root string, layers *wclayer.Layers) (*Snapshotter, error) {
 	}
 	if err := os.MkdirAll(filepath.Join(root, "snapshots"), 0o700); err != nil {
 		return nil, fmt.Errorf("creating snapshotter root: %w", err)
+	}
+	// The root holds every image's files and their metadata: owner-only, also when it was made
+	// before with looser permissions (MkdirAll leaves an existing folder as it is). On Windows
+	// the folder's ACL decides, which Chmod does not set.
+	if runtime.GOOS != "windows" {
+		if err := os.Chmod(root, 0o700); err != nil {
+			return nil, fmt.Errorf("making snapshotter root %s owner-only: %w", root, err)
+		}
 	}
 	ms, err := storage.NewMetaStore(filepath.Join(root, "metadata.db"))
 	if err != nil {

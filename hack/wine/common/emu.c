@@ -117,6 +117,114 @@ char *frame_read(SOCKET s, size_t *np)
 	return body;
 }
 
+/* ---- dialling and the key ---- */
+
+/* complain tells the program's stderr, once per process, why the stand-in cannot reach hcsemu:
+ * the calls themselves can only fail with an HRESULT, which does not say that the key is
+ * missing or refused. */
+static void complain(const char *why)
+{
+	static LONG said;
+
+	if (InterlockedExchange(&said, 1) == 0)
+		fprintf(stderr, "hcsemu stand-in DLL: %s\n", why);
+}
+
+/*
+ * read_key reads the daemon's key from the file $HCSEMU_TCP_KEY_FILE names (hcsemu
+ * --tcp-key-file) into key (NUL-terminated, without surrounding white space); 0 if there is
+ * none. A Linux path (starting with /) is reached through Wine's wine_get_dos_file_name, so
+ * the variable can name the file as hcsemu wrote it; a Windows path (Z:\...) is used as is.
+ */
+static int read_key(char *key, size_t size)
+{
+	typedef WCHAR *(CDECL * dos_name_fn)(const char *);
+	WCHAR path[MAX_PATH + 1], *name = path, *dos = NULL;
+	DWORD n = GetEnvironmentVariableW(L"HCSEMU_TCP_KEY_FILE", path, MAX_PATH + 1);
+	HANDLE f;
+	char *p;
+	size_t len;
+
+	if (n == 0 || n > MAX_PATH) {
+		complain("HCSEMU_TCP_KEY_FILE is not set: hcsemu serves no TCP client that does not present the key "
+			 "in its --tcp-key-file");
+		return 0;
+	}
+	if (path[0] == L'/') {
+		dos_name_fn dos_name = (dos_name_fn)(void (*)(void))GetProcAddress(GetModuleHandleW(L"kernel32.dll"),
+										 "wine_get_dos_file_name");
+		char *unix_path = utf8_of(path);
+
+		dos = dos_name != NULL && unix_path != NULL ? dos_name(unix_path) : NULL;
+		free(unix_path);
+		if (dos != NULL)
+			name = dos;
+	}
+	f = CreateFileW(name, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, NULL, OPEN_EXISTING, 0, NULL);
+	if (dos != NULL)
+		HeapFree(GetProcessHeap(), 0, dos);
+	if (f == INVALID_HANDLE_VALUE) {
+		complain("cannot open the key file HCSEMU_TCP_KEY_FILE names");
+		return 0;
+	}
+	if (!ReadFile(f, key, (DWORD)size - 1, &n, NULL))
+		n = 0;
+	CloseHandle(f);
+	key[n] = 0;
+	for (len = n; len > 0 && (unsigned char)key[len - 1] <= ' '; len--)
+		key[len - 1] = 0;
+	for (p = key; *p != 0 && (unsigned char)*p <= ' '; p++)
+		;
+	memmove(key, p, strlen(p) + 1);
+	if (key[0] == 0) {
+		complain("the key file HCSEMU_TCP_KEY_FILE names is empty");
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * authenticate is the first exchange on every connection (internal/hcsemu/wire's
+ * MethodAuthenticate): {"id":1,"method":"Authenticate","args":{"key":K}}, answered {"id":1}
+ * when K is the daemon's key; a wrong one gets the connection closed. 1 when admitted.
+ */
+static int authenticate(SOCKET s)
+{
+	char key[256];
+	struct buf f = {0};
+	struct jv frame, v;
+	char *body;
+	size_t n;
+	DWORD timeout = 10000; /* ms: the daemon answers at once, or closes */
+	int ok;
+
+	if (!read_key(key, sizeof(key)))
+		return 0;
+	ok = buf_adds(&f, "{\"id\":1,\"method\":\"Authenticate\",\"args\":{\"key\":") && buf_add_string(&f, key) &&
+	     buf_adds(&f, "}}");
+	SecureZeroMemory(key, sizeof(key));
+	ok = ok && frame_write(s, f.data, f.len);
+	if (f.data != NULL)
+		SecureZeroMemory(f.data, f.len);
+	buf_free(&f);
+	if (!ok)
+		return 0;
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, (const char *)&timeout, sizeof(timeout));
+	body = frame_read(s, &n);
+	timeout = 0;
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, (const char *)&timeout, sizeof(timeout));
+	if (body == NULL) {
+		complain("hcsemu refused the key in HCSEMU_TCP_KEY_FILE (it is another daemon's, or stale)");
+		return 0;
+	}
+	frame.p = body;
+	frame.end = body + n;
+	ok = json_find(frame, "id", &v) && json_u64(v) == 1 && !json_find(frame, "hresult", &v) &&
+	     !json_find(frame, "event", &v);
+	free(body);
+	return ok;
+}
+
 SOCKET emu_dial(void)
 {
 	char addr[256], *colon;
@@ -149,6 +257,10 @@ SOCKET emu_dial(void)
 		BOOL one = TRUE;
 
 		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, (const char *)&one, sizeof(one));
+		if (!authenticate(s)) {
+			closesocket(s);
+			s = INVALID_SOCKET;
+		}
 	}
 	return s;
 }

@@ -1,8 +1,8 @@
 /*
  * emu.h: what the stand-in DLLs (computecore.dll, vmcompute.dll, and the next ones) share to
  * talk to hcsemu over loopback TCP (emu.c): UTF-16/UTF-8 strings, the wire protocol's frames
- * (a 4-byte big-endian length, then JSON; internal/hcsemu/wire), dialling $HCSEMU_TCP_ADDRESS,
- * and a blocking call for DLLs whose functions wait for their answer (vmcompute's layer
+ * (a 4-byte big-endian length, then JSON; internal/hcsemu/wire), dialling $HCSEMU_TCP_ADDRESS
+ * with the daemon's key, and a blocking call for DLLs whose functions wait for their answer (vmcompute's layer
  * functions, HNSCall).
  */
 #ifndef RUNHCS_EMU_H
@@ -36,8 +36,11 @@ int frame_write(SOCKET s, const char *json, size_t n);
 /* frame_read receives one frame: a malloc'd, NUL-terminated body and its length, or NULL when
  * the connection ended or broke. */
 char *frame_read(SOCKET s, size_t *n);
-/* emu_dial connects to $HCSEMU_TCP_ADDRESS (host:port); INVALID_SOCKET when unset or refused.
- * WSAStartup must have been called. */
+/* emu_dial connects to $HCSEMU_TCP_ADDRESS (host:port) and authenticates with the key in the
+ * file $HCSEMU_TCP_KEY_FILE names (a Linux or a Windows path), as hcsemu requires of every TCP
+ * connection before anything else; INVALID_SOCKET when either is unset, the connection is
+ * refused or the key is (the first such failure is told on stderr). Every connection of every
+ * stand-in goes through here. WSAStartup must have been called. */
 SOCKET emu_dial(void);
 
 /*

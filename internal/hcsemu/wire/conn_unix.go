@@ -57,7 +57,7 @@ func (c *Conn) Send(f *Frame, fds ...int) error {
 // Receive reads the next frame and the raw descriptors sent with it, which the caller then owns
 // (they are close-on-exec).
 func (c *Conn) Receive() (*Frame, []int, error) {
-	f, err := readFrame(c.br)
+	f, err := readFrame(c.br, MaxFrameSize)
 	if err != nil {
 		// The connection is done: descriptors received but never claimed are nobody's.
 		for _, fd := range c.fdr.queue {

@@ -22,15 +22,28 @@
 // A second transport, loopback TCP (hcsemu --tcp-address), serves clients that cannot receive
 // descriptors: the stand-in computecore.dll and vmcompute.dll that Windows programs load under
 // Wine (hack/wine/computecore, hack/wine/vmcompute; the latter sends only the storage filter's
-// methods of storage.go, which carry no descriptors). Its frames are the same, with FDs always 0 (WriteFrame, ReadFrame);
-// a connection's first frame decides what it is. A reply whose process has stdio carries
-// ProcessReply.StdioToken, an unguessable single-use string, instead of descriptors, and the
-// client opens one more connection per stream whose first and only frame is MethodAttachStdio
-// with AttachStdioArgs{token, slot}; the connection then carries that stream's raw bytes: stdin
-// from the client (its half-close is the end of the process's input; the daemon closes the
-// connection once all of it is written to the process's side), stdout and stderr to it
-// (the daemon closes the connection at the stream's end of file). With a console, slots 0 and
-// 1 are both the pseudo console master. Streams not attached within 30 s are closed. The whole
+// methods of storage.go, which carry no descriptors). Its frames are the same, with FDs always
+// 0 (WriteFrame, ReadFrame).
+//
+// Every TCP connection, control and stdio alike, starts with authentication (auth.go), since
+// any user of the machine can open a loopback port: the client's first frame is
+// {"id":1,"method":"Authenticate","args":{"key":K}}, K being the content of the daemon's key
+// file (hcsemu --tcp-key-file: 32 random bytes in hex, new at every start, mode 0600; clients
+// find it through $HCSEMU_TCP_KEY_FILE), at most MaxAuthenticateFrame bytes, within 10 s of
+// the connect. The daemon compares K in constant time and answers a right one {"id":1}
+// (the request's id, nothing else); anything else, a wrong key, another method or silence,
+// gets the connection closed without a byte, and a warning in the daemon's log naming the
+// peer and the reason. The unix socket needs no key: only the daemon's uid may connect.
+//
+// After the key, the connection's next frame decides what it is. A reply whose process has
+// stdio carries ProcessReply.StdioToken, an unguessable single-use string, instead of
+// descriptors, and the client opens one more connection per stream whose only frame after the
+// key is MethodAttachStdio with AttachStdioArgs{token, slot}; the connection then carries that
+// stream's raw bytes: stdin from the client (its half-close is the end of the process's input;
+// the daemon closes the connection once all of it is written to the process's side), stdout
+// and stderr to it (the daemon closes the connection at the stream's end of file). With a
+// console, slots 0 and 1 are both the pseudo console master. Streams not attached within 30 s
+// are closed; an unknown, used or expired token attaches nothing. The whole
 // protocol, as the DLL uses it, is in hack/wine/README.md.
 //
 // Handles live on the client. On the wire a compute system is named by its id and its instance,

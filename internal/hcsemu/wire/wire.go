@@ -232,7 +232,13 @@ func WriteFrame(w io.Writer, f *Frame) error {
 // ReadFrame reads one length-prefixed frame from a byte stream (the TCP transport). A frame
 // that claims descriptors is an error there, since none can come with it.
 func ReadFrame(r io.Reader) (*Frame, error) {
-	f, err := readFrame(r)
+	return ReadFrameMax(r, MaxFrameSize)
+}
+
+// ReadFrameMax is ReadFrame for a frame of at most max bytes, such as the first frame of a
+// connection not yet authenticated (MaxAuthenticateFrame). It reads no byte past the frame.
+func ReadFrameMax(r io.Reader, max uint32) (*Frame, error) {
+	f, err := readFrame(r, max)
 	if err != nil {
 		return nil, err
 	}
@@ -242,15 +248,15 @@ func ReadFrame(r io.Reader) (*Frame, error) {
 	return f, nil
 }
 
-// readFrame reads one length-prefixed frame from r.
-func readFrame(r io.Reader) (*Frame, error) {
+// readFrame reads one length-prefixed frame of at most max bytes from r.
+func readFrame(r io.Reader, max uint32) (*Frame, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
-	if n > MaxFrameSize {
-		return nil, fmt.Errorf("frame of %d bytes is more than %d: %w", n, MaxFrameSize, io.ErrUnexpectedEOF)
+	if n > max {
+		return nil, fmt.Errorf("frame of %d bytes is more than %d: %w", n, max, io.ErrUnexpectedEOF)
 	}
 	body := make([]byte, n)
 	if _, err := io.ReadFull(r, body); err != nil {
