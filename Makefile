@@ -8,7 +8,7 @@ E2E_TIMEOUT ?= 30m
 # Packages with unit tests: everything but the end-to-end suites, plus the harness's own unit tests.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/e2e') ./test/e2e/harness
 
-.PHONY: all build test e2e e2e-2 e2e-1.7 demo lint proto proto-check cross tools deps check clean
+.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 demo lint proto proto-check cross tools deps check clean
 
 all: build
 
@@ -20,6 +20,10 @@ build:
 ## test: unit tests with the race detector
 test:
 	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
+
+## fuzz: every fuzz target for a bounded time (RUNHCS_FUZZTIME seconds each, default 20; root)
+fuzz:
+	bash hack/fuzz.sh
 
 ## e2e: the end-to-end suites against containerd 2.x and 1.7 (root)
 e2e: e2e-2 e2e-1.7

@@ -6,6 +6,7 @@
 #   generated protobuf code equals the committed code                   hack/proto.sh --check
 #   the Linux build and the Windows cross builds (amd64, arm64)          make build cross
 #   unit tests with the race detector                                    make test
+#   every fuzz target for 20 s (RUNHCS_FUZZTIME)                        make fuzz
 #   windows/amd64 tests under Wine (the HCS contract suite through the
 #   real computecore bindings among them)                                make test-windows
 #   end-to-end suites against containerd 2.x and 1.7                     make e2e
@@ -48,6 +49,7 @@ step proto-check bash hack/proto.sh --check
 step build make build
 step cross make cross
 step unit-tests make test
+step fuzz make fuzz
 step test-windows make test-windows
 step e2e-containerd-2 make e2e-2
 step e2e-containerd-1.7 make e2e-1.7
