@@ -849,6 +849,21 @@ func testBadSpec(ctx context.Context, t *testing.T, env *harness.Env) {
 		{"memory below 1 MiB", map[string]any{"windows.resources.memory.limit": 4096}, []string{"windows.resources.memory.limit=4096"}},
 		{"count with maximum", map[string]any{"windows.resources.cpu.count": 1, "windows.resources.cpu.maximum": 100}, []string{"windows.resources.cpu", "cannot be combined"}},
 		{"no windows section", map[string]any{"windows": nil}, []string{"Windows containers"}},
+		// Hostile input (issue 15): each refused naming the field, nothing created.
+		{"malformed resource annotation", map[string]any{"annotations": map[string]any{"io.microsoft.container.memory.sizeinmb": "lots"}},
+			[]string{"io.microsoft.container.memory.sizeinmb", `"lots"`}},
+		{"annotation overflowing its bits", map[string]any{"annotations": map[string]any{"io.microsoft.container.processor.count": "99999999999999999999"}},
+			[]string{"io.microsoft.container.processor.count"}},
+		{"mount of another type", map[string]any{"mounts": []any{map[string]any{"type": "tmpfs", "source": "tmpfs", "destination": `C:\\data`}}},
+			[]string{"mounts[0].type", "tmpfs"}},
+		{"mount without a source", map[string]any{"mounts": []any{map[string]any{"destination": `C:\\data`}}},
+			[]string{"mounts[0].source"}},
+		{"environment entry without =", map[string]any{"process.env": []any{"PATH=C:\\Windows", "NOT-A-VARIABLE"}},
+			[]string{"process.env[1]", "NOT-A-VARIABLE"}},
+		{"network namespace that is a path", map[string]any{"windows.network.networkNamespace": `..\\..\\etc`},
+			[]string{"windows.network.networkNamespace"}},
+		{"credential spec that is not JSON", map[string]any{"windows.credentialSpec": "{not json"},
+			[]string{"windows.credentialSpec"}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
