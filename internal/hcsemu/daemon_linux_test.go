@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu/client"
@@ -522,6 +524,40 @@ func TestDaemonProcesses(t *testing.T) {
 		})
 		if _, err := os.Stat(filepath.Join(vol, "mnt", "host", "hello.txt")); err == nil {
 			t.Error("the mapped directory is still mounted after Remove")
+		}
+	})
+	// The container owns its C: and may rearrange it while a folder is mapped: here it moves
+	// the mapped folder's parent away and puts a symlink to a host folder in its place, where
+	// something else is mounted. Remove must detach the mapping itself, wherever it is now, and
+	// nothing on the host.
+	t.Run("mapped directory whose path was changed under it", func(t *testing.T) {
+		host, decoy := t.TempDir(), t.TempDir()
+		os.WriteFile(filepath.Join(host, "hello.txt"), []byte("from the host"), 0o644)
+		if err := os.Mkdir(filepath.Join(decoy, "b"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount("decoy", filepath.Join(decoy, "b"), "tmpfs", 0, "size=1m"); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Unmount(filepath.Join(decoy, "b"), unix.MNT_DETACH)
+		settings := fmt.Sprintf(`{"HostPath":%q,"ContainerPath":"C:\\a\\b"}`, host)
+		mustRun(t, api, "map", func(op computecore.Operation) error {
+			return api.ModifyComputeSystem(cs, op, `{"ResourcePath":"Container/MappedDirectories","RequestType":"Add","Settings":`+settings+`}`, 0)
+		})
+		if err := os.Rename(filepath.Join(vol, "a"), filepath.Join(vol, "a-moved")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(decoy, filepath.Join(vol, "a")); err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, api, "unmap", func(op computecore.Operation) error {
+			return api.ModifyComputeSystem(cs, op, `{"ResourcePath":"Container/MappedDirectories","RequestType":"Remove","Settings":`+settings+`}`, 0)
+		})
+		if !mounted(t, filepath.Join(decoy, "b")) {
+			t.Error("Remove unmounted the host's folder that the container's symlink pointed at")
+		}
+		if mounted(t, filepath.Join(vol, "a-moved", "b")) {
+			t.Error("the mapping is still mounted (at its moved path) after Remove")
 		}
 	})
 }

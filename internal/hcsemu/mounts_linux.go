@@ -2,7 +2,9 @@ package hcsemu
 
 import (
 	"context"
-	"path/filepath"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/containerd/log"
@@ -14,8 +16,10 @@ import (
 
 // mappedDir is a host directory bind-mounted into a container's volume.
 type mappedDir struct {
-	md     schema2.MappedDirectory
-	target string // on the host: inside Container.Storage.Path
+	md schema2.MappedDirectory
+	// root is the mount's root, opened through the volume when it was made; it names the mount
+	// for the unmount whatever the container did to the path since.
+	root *os.File
 }
 
 func mappedKey(containerPath string) string {
@@ -25,6 +29,13 @@ func mappedKey(containerPath string) string {
 
 // mapLocked bind-mounts md.HostPath at md.ContainerPath inside the volume, creating the target
 // folder when it is missing (HCS creates it too), read-only when asked.
+//
+// The volume is the container's own C:, which its processes change while this runs: a folder on
+// the way to the target can become a symlink to anywhere on the host between the lookup and
+// the mount. So the target is opened through the volume's os.Root (which never leaves the
+// volume) and the mount is attached to that open folder (open_tree, then move_mount onto the
+// descriptor), never to a path; a read-only mapping is made read-only before it is attached,
+// so it is never writable, not even for a moment.
 func (s *system) mapLocked(md schema2.MappedDirectory) error {
 	key := mappedKey(md.ContainerPath)
 	if key == "" {
@@ -43,18 +54,62 @@ func (s *system) mapLocked(md schema2.MappedDirectory) error {
 	} else if !fi.IsDir() {
 		return errorf(computecore.E_INVALIDARG, "ContainerPath: %q is not a directory in compute system %q", md.ContainerPath, s.id)
 	}
-	target := filepath.Join(s.volPath, filepath.FromSlash(onDisk))
-	if err := unix.Mount(md.HostPath, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+	target, err := s.vol.root.Open(onDisk)
+	if err != nil {
+		return errorf(computecore.E_PATH_NOT_FOUND, "ContainerPath: open %q in compute system %q: %v", md.ContainerPath, s.id, err)
+	}
+	defer target.Close()
+	if fi, err := target.Stat(); err != nil || !fi.IsDir() {
+		return errorf(computecore.E_INVALIDARG, "ContainerPath: %q is not a directory in compute system %q", md.ContainerPath, s.id)
+	}
+	tree, err := unix.OpenTree(unix.AT_FDCWD, md.HostPath, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
 		return errorf(computecore.E_FAIL, "HostPath: bind %q at %q: %v", md.HostPath, md.ContainerPath, err)
 	}
+	defer unix.Close(tree)
 	if md.ReadOnly {
-		if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_REC, ""); err != nil {
-			unix.Unmount(target, unix.MNT_DETACH)
-			return errorf(computecore.E_FAIL, "ReadOnly: remount %q read-only: %v", md.ContainerPath, err)
+		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+		if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
+			return errorf(computecore.E_FAIL, "ReadOnly: make the mapping of %q read-only: %v", md.ContainerPath, err)
 		}
 	}
-	s.mapped[key] = &mappedDir{md: md, target: target}
+	if err := unix.MoveMount(tree, "", int(target.Fd()), "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return errorf(computecore.E_FAIL, "HostPath: bind %q at %q: %v", md.HostPath, md.ContainerPath, err)
+	}
+	// Opened again, the path now ends in the new mount: that descriptor names it from now on.
+	root, err := s.vol.root.Open(onDisk)
+	if err == nil && !sameMount(root, tree) {
+		root.Close()
+		err = fmt.Errorf("the folder changed while it was mapped")
+	}
+	if err != nil {
+		// Detach what was attached through the descriptor it was attached to.
+		_ = unix.Unmount(fdPath(target), unix.MNT_DETACH)
+		return errorf(computecore.E_FAIL, "ContainerPath: map %q in compute system %q: %v", md.ContainerPath, s.id, err)
+	}
+	s.mapped[key] = &mappedDir{md: md, root: root}
 	return nil
+}
+
+// sameMount reports whether f is the root of the mount tree was attached as (same mount id).
+func sameMount(f *os.File, tree int) bool {
+	var a, b unix.Statx_t
+	if unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &a) != nil ||
+		unix.Statx(tree, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &b) != nil {
+		return false
+	}
+	return a.Mnt_id == b.Mnt_id
+}
+
+// fdPath names an open file's own path in /proc; mounting or unmounting there acts on that
+// file, however its path changed since it was opened.
+func fdPath(f *os.File) string { return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) }
+
+// unmount detaches m through the descriptor of its root (a process of the container may still
+// have files open under it).
+func (m *mappedDir) unmount() error {
+	defer m.root.Close()
+	return unix.Unmount(fdPath(m.root), unix.MNT_DETACH)
 }
 
 func (s *system) unmapLocked(ctx context.Context, containerPath string) error {
@@ -64,8 +119,7 @@ func (s *system) unmapLocked(ctx context.Context, containerPath string) error {
 		return errorf(computecore.E_ELEMENT_NOT_FOUND, "ContainerPath: %q is not mapped in compute system %q", containerPath, s.id)
 	}
 	delete(s.mapped, key)
-	// Detach: a process of the container may still have files open under it.
-	if err := unix.Unmount(m.target, unix.MNT_DETACH); err != nil {
+	if err := m.unmount(); err != nil {
 		return errorf(computecore.E_FAIL, "unmount %q from compute system %q: %v", containerPath, s.id, err)
 	}
 	return nil
@@ -73,8 +127,8 @@ func (s *system) unmapLocked(ctx context.Context, containerPath string) error {
 
 func (s *system) unmapAllLocked(ctx context.Context) {
 	for key, m := range s.mapped {
-		if err := unix.Unmount(m.target, unix.MNT_DETACH); err != nil {
-			log.G(ctx).WithError(err).WithFields(log.Fields{"system": s.id, "target": m.target}).Warn("hcsemu: unmount mapped directory")
+		if err := m.unmount(); err != nil {
+			log.G(ctx).WithError(err).WithFields(log.Fields{"system": s.id, "container path": m.md.ContainerPath}).Warn("hcsemu: unmount mapped directory")
 		}
 		delete(s.mapped, key)
 	}
