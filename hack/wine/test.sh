@@ -6,9 +6,10 @@
 #   hack/wine/test.sh [PACKAGE…]      default: every package with Windows code
 #
 # As root it also runs hcsemu with a loopback TCP listener (--tcp-address, with its key in
-# --tcp-key-file, which HCSEMU_TCP_KEY_FILE gives the stand-in DLLs), so that the
-# internal/hcs contract suite drives the emulator through the real computecore bindings and the
-# stand-in computecore.dll.
+# --tcp-key-file, which HCSEMU_TCP_KEY_FILE gives the stand-in DLLs), so that the internal/hcs
+# and internal/hns contract suites drive the emulator through the real computecore and
+# computenetwork bindings and the stand-in DLLs (hcsemu's HNS needs root: it makes network
+# namespaces).
 #
 # Environment: RUNHCS_WINE_TEST_TIMEOUT (go test -timeout per package, default 3m: a
 # package runs in seconds under Wine, and a hang must not cost more), RUNHCS_WINE_RUN and
