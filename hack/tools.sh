@@ -2,10 +2,12 @@
 # hack/tools.sh builds the pinned tools the build and the tests use, from the Go module proxy,
 # into a cache keyed by tool version and Go version, and prints nothing but errors.
 #
-#   hack/tools.sh [all|proto|lint|containerd|containerd1.7]   (default: all)
+#   hack/tools.sh [all|proto|lint|containerd|containerd1.7|cni]   (default: all)
 #
 # The pins live in tools/go.mod (protoc-gen-go, protoc-gen-go-ttrpc, containerd 2.x and ctr),
-# tools/containerd1.7/go.mod and tools/lint/go.mod (staticcheck). Cache: $RUNHCS_CACHE, default
+# tools/containerd1.7/go.mod, tools/lint/go.mod (staticcheck) and tools/cni/go.mod (the CNI
+# plugins win-bridge and its IPAM, host-local, built for windows/amd64: the Windows tests run
+# them under Wine). Cache: $RUNHCS_CACHE, default
 # ~/.cache/runhcs. `hack/tools.sh path NAME` prints where a tool lives (built or not).
 set -euo pipefail
 
@@ -29,7 +31,7 @@ tooldir() { # tooldir NAME VERSION
 	echo "${CACHE}/tools/$1-$2-${GOVER}-${RECIPE}"
 }
 
-build() { # build MODDIR NAME VERSION PKG [TAGS [LDFLAGS]]
+build() { # build MODDIR NAME VERSION PKG [TAGS [LDFLAGS]]; GOOS and GOARCH from the environment
 	local moddir="$1" name="$2" version="$3" pkg="$4" tags="${5:-}" ldflags="${6:-}"
 	local dir
 	dir="$(tooldir "${name}" "${version}")"
@@ -40,6 +42,7 @@ build() { # build MODDIR NAME VERSION PKG [TAGS [LDFLAGS]]
 	echo "tools: building ${name} ${version} (${pkg})" >&2
 	(cd "${ROOT}/${moddir}" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -tags "${tags}" -ldflags "${ldflags}" \
 		-o "${dir}/${name}.tmp" "${pkg}")
+	chmod +x "${dir}/${name}.tmp"
 	mv "${dir}/${name}.tmp" "${dir}/${name}"
 }
 
@@ -52,6 +55,7 @@ path_of() {
 	containerd1.7) echo "$(tooldir containerd "$(modver tools/containerd1.7 github.com/containerd/containerd)")/containerd" ;;
 	ctr1.7) echo "$(tooldir ctr "$(modver tools/containerd1.7 github.com/containerd/containerd)")/ctr" ;;
 	staticcheck) echo "$(tooldir staticcheck "$(modver tools/lint honnef.co/go/tools)")/staticcheck" ;;
+	win-bridge.exe | host-local.exe) echo "$(tooldir "$1" "$(modver tools/cni github.com/containernetworking/plugins)")/$1" ;;
 	*) echo "tools: unknown tool $1" >&2; return 1 ;;
 	esac
 }
@@ -71,6 +75,12 @@ containerd2() {
 	build tools containerd "${v}" github.com/containerd/containerd/v2/cmd/containerd "${CONTAINERD_TAGS}" "${ld}"
 	build tools ctr "${v}" github.com/containerd/containerd/v2/cmd/ctr "${CONTAINERD_TAGS}" "${ld}"
 }
+cni() {
+	local v
+	v="$(modver tools/cni github.com/containernetworking/plugins)"
+	GOOS=windows GOARCH=amd64 build tools/cni win-bridge.exe "${v}" github.com/containernetworking/plugins/plugins/main/windows/win-bridge
+	GOOS=windows GOARCH=amd64 build tools/cni host-local.exe "${v}" github.com/containernetworking/plugins/plugins/ipam/host-local
+}
 containerd17() {
 	local v
 	v="$(modver tools/containerd1.7 github.com/containerd/containerd)"
@@ -80,11 +90,12 @@ containerd17() {
 }
 
 case "${1:-all}" in
-all) proto; lint; containerd2; containerd17 ;;
+all) proto; lint; containerd2; containerd17; cni ;;
 proto) proto ;;
 lint) lint ;;
 containerd) containerd2 ;;
 containerd1.7) containerd17 ;;
+cni) cni ;;
 path) path_of "$2" ;;
-*) echo "usage: $0 [all|proto|lint|containerd|containerd1.7|path NAME]" >&2; exit 2 ;;
+*) echo "usage: $0 [all|proto|lint|containerd|containerd1.7|cni|path NAME]" >&2; exit 2 ;;
 esac

@@ -6,9 +6,10 @@
 #   hack/wine/test.sh [PACKAGE…]      default: every package with Windows code
 #
 # As root it also runs hcsemu with a loopback TCP listener (--tcp-address, with its key in
-# --tcp-key-file, which HCSEMU_TCP_KEY_FILE gives the stand-in DLLs), so that the
-# internal/hcs contract suite drives the emulator through the real computecore bindings and the
-# stand-in computecore.dll.
+# --tcp-key-file, which HCSEMU_TCP_KEY_FILE gives the stand-in DLLs), so that the internal/hcs
+# and internal/hns contract suites drive the emulator through the real computecore and
+# computenetwork bindings and the stand-in DLLs (hcsemu's HNS needs root: it makes network
+# namespaces).
 #
 # Environment: RUNHCS_WINE_TEST_TIMEOUT (go test -timeout per package, default 3m: a
 # package runs in seconds under Wine, and a hang must not cost more), RUNHCS_WINE_RUN and
@@ -47,6 +48,11 @@ start_emulator() {
 		mkdir -p "${emu_dir}/image/workload" "${emu_dir}/image/Windows/System32" &&
 		CGO_ENABLED=0 go build -o "${emu_dir}/image/workload/workload.exe" ./test/workload &&
 		cp "${emu_dir}/image/workload/workload.exe" "${emu_dir}/image/Windows/System32/workload.exe" || return 1
+	# The pinned CNI plugins (win-bridge and its IPAM), which internal/hns runs under Wine against
+	# the emulator's HNS as containerd would: one folder, CNI_PATH.
+	bash "${ROOT}/hack/tools.sh" cni && mkdir -p "${emu_dir}/cni" &&
+		cp "$(bash "${ROOT}/hack/tools.sh" path win-bridge.exe)" "$(bash "${ROOT}/hack/tools.sh" path host-local.exe)" \
+			"${emu_dir}/cni/" || return 1
 	"${emu_dir}/hcsemu" --address "${emu_dir}/hcsemu.sock" --root "${emu_dir}/state" \
 		--tcp-address 127.0.0.1:0 --tcp-address-file "${emu_dir}/tcp-address" \
 		--tcp-key-file "${emu_dir}/tcp-key" >"${emu_dir}/hcsemu.log" 2>&1 &
@@ -65,10 +71,11 @@ start_emulator() {
 	# Wine passes the environment on to the Windows test binaries. The stand-in DLLs present
 	# the key in HCSEMU_TCP_KEY_FILE (this Linux path; they reach it through Wine's Z:) on every
 	# connection: hcsemu serves no TCP client without it.
-	export HCSEMU_TCP_ADDRESS HCSEMU_TCP_KEY_FILE RUNHCS_WINE_IMAGE
+	export HCSEMU_TCP_ADDRESS HCSEMU_TCP_KEY_FILE RUNHCS_WINE_IMAGE RUNHCS_WINE_CNI_PATH
 	HCSEMU_TCP_ADDRESS="$(cat "${emu_dir}/tcp-address")"
 	HCSEMU_TCP_KEY_FILE="${emu_dir}/tcp-key"
 	RUNHCS_WINE_IMAGE="${emu_dir}/image"
+	RUNHCS_WINE_CNI_PATH="${emu_dir}/cni"
 	echo "test-windows: hcsemu serving on ${HCSEMU_TCP_ADDRESS}" >&2
 }
 trap stop_emulator EXIT
@@ -112,8 +119,11 @@ awk '
 	END { printf "%s", block }
 ' "${log}"
 
+# Not anchored at the line's start: a Windows child process (win-bridge.exe) that Wine tears down
+# can leave "wine client error:…: " on the inherited Unix stderr without a newline (observed,
+# Wine 8), and the test's next result line then follows it.
 read -r passed failed skipped < <(awk '
-	/^ *--- PASS: / { p++ } /^ *--- FAIL: / { f++ } /^ *--- SKIP: / { s++ }
+	/--- PASS: / { p++ } /--- FAIL: / { f++ } /--- SKIP: / { s++ }
 	END { print p + 0, f + 0, s + 0 }
 ' "${log}")
 echo "test-windows: full log in ${log}" >&2

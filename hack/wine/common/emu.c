@@ -294,7 +294,7 @@ static void call_drop(void)
 	call_gone = 1;
 }
 
-HRESULT emu_call(const char *method, const char *args, char **reply)
+HRESULT emu_call_doc(const char *method, const char *args, char **reply, char **result)
 {
 	struct buf f = {0};
 	char num[32];
@@ -303,6 +303,8 @@ HRESULT emu_call(const char *method, const char *args, char **reply)
 
 	if (reply != NULL)
 		*reply = NULL;
+	if (result != NULL)
+		*result = NULL;
 	InitOnceExecuteOnce(&call_once, call_init, NULL, NULL);
 	EnterCriticalSection(&call_mu);
 	if (call_gone) {
@@ -358,9 +360,16 @@ HRESULT emu_call(const char *method, const char *args, char **reply)
 				(*reply)[v.end - v.p] = 0;
 			}
 		}
+		if (result != NULL && json_find(frame, "result", &v) && (*result = json_string(v)) == NULL)
+			hr = EMU_HR_OUTOFMEMORY;
 		free(body);
 		break;
 	}
 	LeaveCriticalSection(&call_mu);
 	return hr;
+}
+
+HRESULT emu_call(const char *method, const char *args, char **reply)
+{
+	return emu_call_doc(method, args, reply, NULL);
 }

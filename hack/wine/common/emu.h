@@ -52,5 +52,11 @@ SOCKET emu_dial(void);
  * (NULL when there is none), which the caller frees.
  */
 HRESULT emu_call(const char *method, const char *args, char **reply);
+/*
+ * emu_call_doc is emu_call that also returns the response's "result" (the daemon's output or
+ * error document, a JSON string on the wire), decoded to a malloc'd UTF-8 string, or NULL when
+ * the response has none; the caller frees it. HCN's functions and HNSCall need it.
+ */
+HRESULT emu_call_doc(const char *method, const char *args, char **reply, char **result);
 
 #endif

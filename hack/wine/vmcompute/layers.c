@@ -14,9 +14,8 @@
  * mounts is named \\?\Volume{GUID}\, and the daemon links it into this prefix's dosdevices
  * folder so that Wine resolves that name (see wire.LayerArgs.DosDevices).
  *
- * HNSCall, the HNS entry point hcsshim also binds from vmcompute.dll, belongs in this DLL too:
- * it goes in a file of its own beside this one (hns.c), added to vmcompute.dll's sources in
- * setup.sh.
+ * HNSCall, the HNS entry point hcsshim also binds from vmcompute.dll, is in hns.c beside this
+ * one.
  */
 #include <winsock2.h>
 #include <windows.h>
