@@ -32,6 +32,10 @@
 //     methods_compute_linux.go and methods_storage_linux.go: its entries for compute systems and
 //     processes, and for the storage filter. A new group of
 //     wire methods is a new methods_*_linux.go file adding its own entries.
+//   - fault_linux.go, methods_fault_linux.go: fault injection (wire/fault.go, `hcsemu
+//     fault`): stalls, failures and a delay applied in the dispatcher before any wire method
+//     runs (never to the fault methods, which TCP refuses), crashing a system with
+//     UnexpectedExit, and dropping every client connection.
 //   - gate_linux.go: who may talk to the daemon, decided in one place for every transport
 //     before a connection is served: on the unix socket (0600, in an owner-only folder when
 //     the daemon makes it) the daemon's own uid only (SO_PEERCRED); on TCP, a first frame

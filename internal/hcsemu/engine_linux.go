@@ -62,6 +62,7 @@ type Engine struct {
 	instance atomic.Uint64
 	cleanup  sync.WaitGroup
 	storage  *storageFilter
+	faults   faults // injected by the fault methods, for tests
 
 	mu      sync.Mutex
 	systems map[string]*system

@@ -153,7 +153,9 @@ func (s *Server) runConn(ctx context.Context, t transport, stdio *stdioTable) {
 		defer close(written)
 		c.writeLoop()
 	}()
+	untrack := s.e.faults.track(c, func() { c.t.close() })
 	c.readLoop()
+	untrack()
 	<-written
 }
 
@@ -257,7 +259,13 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 		err error
 	)
 	if m, ok := methods[f.Method]; ok {
-		a, err = m(ctx, c.srv.e, c, f)
+		if isFaultMethod(f.Method) && c.stdio != nil {
+			// Fault injection is for the machine's owner (the unix socket), never for the
+			// Wine stand-ins' TCP transport: see wire/fault.go.
+			err = errorf(computecore.E_ACCESSDENIED, "%s: fault injection is served on the unix socket only, not on TCP", f.Method)
+		} else if err = c.srv.e.faults.before(ctx, f.Method); err == nil {
+			a, err = m(ctx, c.srv.e, c, f)
+		}
 	} else {
 		err = errorf(computecore.HCS_E_UNKNOWN_MESSAGE, "unknown method %q", f.Method)
 	}

@@ -10,6 +10,11 @@
 // vmcompute.dll's HNSCall, synchronous, with objects named by GUID on the wire and handles kept
 // by the client (internal/hcsemu/client's HNSClient).
 //
+// fault.go holds the fault control methods (stall, release, fail, crash, disconnect, delay,
+// list, clear; `hcsemu fault`), for tests and the machine's operator. They are served on the
+// unix socket only: the TCP transport answers each with E_ACCESSDENIED, so that neither the
+// Wine stand-ins nor anyone holding the TCP key can stall, fail or crash anything.
+//
 // The transport is one unix stream socket per client process. Every message is a Frame: a 4-byte
 // big-endian length, then that many bytes of JSON. A client sends requests ({id, method, args});
 // the daemon answers each with a response carrying the same id, and in any order, because calls
