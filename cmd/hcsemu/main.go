@@ -15,6 +15,9 @@
 // `hcsemu hostns --root ROOT -- PROGRAM ARGS…` runs a program in the emulated Windows host's
 // network namespace of the daemon using ROOT (where HNS networks are bridges with their
 // gateways, as the Windows host sees its vSwitch): `nsenter --net=ROOT/netns/host` does the same.
+//
+// `hcsemu fault --address SOCK VERB …` injects faults into the daemon at SOCK (stall, release,
+// fail, crash, disconnect, delay, list, clear; see fault.go or `hcsemu fault --help`).
 package main
 
 import (
@@ -32,6 +35,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "fault" {
+		os.Exit(fault(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "hostns" {
 		hostns(os.Args[2:])
 		return
