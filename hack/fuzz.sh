@@ -29,6 +29,7 @@ if [[ ${#targets[@]} -eq 0 ]]; then
 fi
 
 failed=()
+ran=0
 for t in "${targets[@]}"; do
 	pkg="${t% *}" name="${t#* }"
 	if [[ "${name}" == FuzzImport && "${RUNHCS_FUZZ_ALL:-}" != 1 ]]; then
@@ -36,6 +37,7 @@ for t in "${targets[@]}"; do
 		continue
 	fi
 	echo "fuzz: ${name} in ${pkg} for ${seconds}s" >&2
+	ran=$((ran + 1))
 	log="$(mktemp)"
 	if go test -run '^$' -fuzz "^${name}\$" -fuzztime "${seconds}s" "${pkg}" >"${log}" 2>&1; then
 		# The last progress line says how many inputs were tried ("fuzz: elapsed: …, execs: N …").
@@ -50,4 +52,4 @@ if [[ ${#failed[@]} -gt 0 ]]; then
 	echo "fuzz: FAILED: ${failed[*]} (the crashing inputs are under testdata/fuzz/ of their packages)" >&2
 	exit 1
 fi
-echo "fuzz: ${#targets[@]} targets, ${seconds}s each, no crash" >&2
+echo "fuzz: ${ran} of ${#targets[@]} targets, ${seconds}s each, no crash" >&2
