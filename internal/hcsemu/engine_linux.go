@@ -717,8 +717,12 @@ func matchQuery(q *schema2.SystemQuery, p *schema2.Properties) bool {
 }
 
 // Modify applies a ModifySettingRequest: processor and memory limits (Update) and mapped
-// directories (Add, Remove) of a container.
+// directories (Add, Remove) of a container. A schema 1 request goes to modifyV1
+// (hcsv1_linux.go).
 func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) error {
+	if isV1ModifyRequest(doc) {
+		return e.modifyV1(ctx, ref, doc)
+	}
 	var req schema2.ModifySettingRequest
 	if err := decodeDocument(doc, &req, "ModifySettingRequest"); err != nil {
 		return err

@@ -995,6 +995,40 @@ func (h *hnsState) leaveContainer(nsID, system string) {
 	}
 }
 
+// systemEndpoint adds (add) or removes an endpoint to or from the HNS namespace nsID that the
+// compute system runs in: HCS v1's Network modify request (hcsv1_linux.go), which hcsshim's
+// HotAttachEndpoint and HotDetachEndpoint send. Errors name the request's field, Settings (the
+// endpoint id).
+func (h *hnsState) systemEndpoint(ctx context.Context, nsID, system, epID string, add bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ns, err := h.namespace(nsID)
+	if err != nil {
+		e := AsError(err)
+		return &Error{HResult: e.HResult, Message: fmt.Sprintf("the network namespace of compute system %q: %s", system, e.Message)}
+	}
+	ep, err := h.endpoint(epID)
+	if err != nil {
+		e := AsError(err)
+		return &Error{HResult: e.HResult, Message: "Settings: " + e.Message}
+	}
+	if add {
+		if err := h.attachLocked(ctx, ep, ns); err != nil {
+			e := AsError(err)
+			return &Error{HResult: e.HResult, Message: strings.Replace(e.Message, "Settings.EndpointId:", "Settings:", 1)}
+		}
+		return nil
+	}
+	if ep.namespace != ns {
+		// Assumption: HCS refuses to remove an endpoint the container does not have; the code
+		// is HNS's for an endpoint not found where it was looked for.
+		return hcnErrorf(computenetwork.HCN_E_ENDPOINT_NOT_FOUND, "Settings: endpoint %s is not attached to compute system %q (not in its namespace %s)", ep.doc.Id, system, ns.doc.Id)
+	}
+	h.detachLocked(ctx, ep)
+	log.G(ctx).WithFields(log.Fields{"endpoint": ep.doc.Id, "namespace": ns.doc.Id, "system": system}).Info("hcsemu: HNS endpoint removed from the system's namespace")
+	return nil
+}
+
 // applyRulesLocked gives the dataplane the NAT rules of the current objects.
 func (h *hnsState) applyRulesLocked() error {
 	var nets []*hnsNetwork
