@@ -108,7 +108,8 @@ build_dll bcryptprimitives.dll "${WINE_HACK}/bcryptprimitives.c" "${WINE_HACK}/w
 	"${WINE_HACK}/winebackup.c"
 build_dll computecore.dll "${WINE_HACK}/computecore/computecore.c" "${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" -- -lws2_32
-build_dll vmcompute.dll "${WINE_HACK}/vmcompute/layers.c" "${WINE_HACK}/vmcompute/hns.c" "${WINE_HACK}/common/json.c" \
+build_dll vmcompute.dll "${WINE_HACK}/vmcompute/layers.c" "${WINE_HACK}/vmcompute/hns.c" "${WINE_HACK}/vmcompute/hcs.c" \
+	"${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" "${WINE_HACK}/common/hcn.c" -- -lws2_32 -lole32
 build_dll computenetwork.dll "${WINE_HACK}/computenetwork/computenetwork.c" "${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" "${WINE_HACK}/common/hcn.c" -- -lws2_32 -lole32
