@@ -162,3 +162,120 @@ func TestV1NetworkModify(t *testing.T) {
 		t.Errorf("add to a stopped system: %v; want HCS_E_INVALID_STATE", err)
 	}
 }
+
+// TestNetworkAdapters checks endpoints a container document lists without a namespace
+// (Container.Networking.NetworkAdapters, the v1 EndpointList way): they join a namespace the
+// emulator makes for the container (a server in it is reached at the endpoint's address from
+// the emulated host), which goes with the container while the endpoints stay; an unknown
+// endpoint, one already in a namespace, one listed twice, or adapters beside a namespace fail
+// the create naming the field and leave no namespace.
+func TestNetworkAdapters(t *testing.T) {
+	d := startDaemon(t)
+	api := dial(t, d)
+	h := d.engine.hns
+	ctx := context.Background()
+
+	netID, err := h.CreateNetwork(ctx, "", networkDoc("adapters-net", "10.253.2.0/24", "10.253.2.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	epID, err := h.CreateEndpoint(ctx, netID, "", `{"IpConfigurations":[{"IpAddress":"10.253.2.5"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken, err := h.CreateEndpoint(ctx, netID, "", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	userNS, err := h.CreateNamespace(ctx, "", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ModifyNamespace(ctx, userNS, fmt.Sprintf(`{"ResourceType":"Endpoint","RequestType":"Add","Settings":{"EndpointId":%q}}`, taken)); err != nil {
+		t.Fatal(err)
+	}
+	namespaces := func() []string {
+		doc, err := h.EnumerateNamespaces(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		json.Unmarshal([]byte(doc), &ids)
+		return ids
+	}
+
+	for _, c := range []struct {
+		name, extra string
+		hr          computecore.HRESULT
+		want        string
+	}{
+		{"unknown endpoint", `,"Networking":{"NetworkAdapters":["6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11"]}`, computecore.HRESULT(computenetwork.HCN_E_ENDPOINT_NOT_FOUND), "NetworkAdapters[0]"},
+		{"endpoint in a namespace", fmt.Sprintf(`,"Networking":{"NetworkAdapters":[%q,%q]}`, epID, taken), computecore.HRESULT(computenetwork.HCN_E_ENDPOINT_ALREADY_ATTACHED), "NetworkAdapters[1]"},
+		{"listed twice", fmt.Sprintf(`,"Networking":{"NetworkAdapters":[%q,%q]}`, epID, epID), computecore.E_INVALIDARG, "NetworkAdapters[1]"},
+		{"beside a namespace", fmt.Sprintf(`,"Networking":{"Namespace":%q,"NetworkAdapters":[%q]}`, userNS, epID), computecore.E_INVALIDARG, "NetworkAdapters"},
+	} {
+		vol := newVolume(t)
+		op, _ := api.CreateOperation(0, nil)
+		cs, err := api.CreateComputeSystem("adapters-bad", containerConfig(vol, c.extra), op, 0)
+		var doc string
+		if err == nil {
+			doc, err = api.WaitForOperationResult(op, opTimeout)
+			api.CloseComputeSystem(cs)
+		}
+		api.CloseOperation(op)
+		if hrOf(err) != c.hr || !strings.Contains(doc+errString(err), c.want) {
+			t.Errorf("%s: %v (%s); want %v naming %s", c.name, err, doc, c.hr, c.want)
+		}
+		if got := namespaces(); len(got) != 1 || got[0] != userNS {
+			t.Errorf("%s: namespaces after the refused create: %v; want only %s", c.name, got, userNS)
+		}
+	}
+	if ep, _ := h.QueryEndpoint(ctx, epID, ""); strings.Contains(ep, "HostComputeNamespace") {
+		t.Fatalf("a refused create left the endpoint in a namespace: %s", ep)
+	}
+
+	cs, _ := createSystem(t, api, "adapters-pod", fmt.Sprintf(`,"Networking":{"NetworkAdapters":[%q]}`, epID), true)
+	var own string
+	for _, id := range namespaces() {
+		if id != userNS {
+			own = id
+		}
+	}
+	if doc, _ := h.QueryNamespace(ctx, own, ""); own == "" || !strings.Contains(doc, epID) || !strings.Contains(doc, `"adapters-pod"`) {
+		t.Fatalf("the container's namespace %q: %s; want it to hold the endpoint and the container", own, doc)
+	}
+	p := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: `C:\workload\workload.exe listen 0.0.0.0:7000`, CreateStdOutPipe: true})
+	if line, err := bufio.NewReader(p.stdout).ReadString('\n'); err != nil || !strings.HasPrefix(line, "listening") {
+		t.Fatalf("server: %q, %v", line, err)
+	}
+	var answer string
+	err = inNetns(HostNetnsPath(d.engine.cfg.Root), func() error {
+		c, err := net.DialTimeout("tcp", "10.253.2.5:7000", 5*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(c, "ping\n")
+		answer, err = bufio.NewReader(c).ReadString('\n')
+		return err
+	})
+	if err != nil || answer != "echo: ping\n" {
+		t.Errorf("host → the listed endpoint: %q, %v", answer, err)
+	}
+
+	mustRun(t, api, "terminate", func(op computecore.Operation) error { return api.TerminateComputeSystem(cs, op, "") })
+	if got := namespaces(); len(got) != 1 || got[0] != userNS {
+		t.Errorf("namespaces after the container stopped: %v; want only %s", got, userNS)
+	}
+	if ep, err := h.QueryEndpoint(ctx, epID, ""); err != nil || strings.Contains(ep, "HostComputeNamespace") {
+		t.Errorf("the endpoint after the container stopped: %s, %v; want it kept and detached", ep, err)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
