@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -180,7 +181,9 @@ func TestWinBridgeV2(t *testing.T) {
 // mode looks for an endpoint that is not there and fails: it is dockershim's.) The emulator
 // attaches the endpoint to the HNS namespace the container runs in, so a server the container
 // already runs is reached at the returned address from another pod (win-bridge's ApiVersion 2
-// mode, containerd's order). DEL detaches and deletes the endpoint; a second DEL is a no-op.
+// mode, containerd's order) and from the emulated host (hcsemu hostns), and through its
+// hostPort mapping at the host's address. DEL detaches and deletes the endpoint; a second DEL
+// is a no-op.
 // ADD for a container that does not exist, or that has no network namespace, fails and
 // leaves no endpoint.
 func TestWinBridgeV1(t *testing.T) {
@@ -330,6 +333,17 @@ func TestWinBridgeV1(t *testing.T) {
 		t.Errorf("pod B → pod A %s:8080: %q, exit %d (%v); want the echo", addr.Addr(), got, code, err)
 	}
 
+	// The emulated host reaches pod A at its address, and through the hostPort mapping at the
+	// host's address on the network (its gateway), as kubelet's probes and a NodePort client
+	// would on a Windows node.
+	host := hostNamespace(t, image)
+	workload := filepath.ToSlash(filepath.Join(image, "workload", "workload.exe"))
+	for _, target := range []string{addr.Addr().String() + ":8080", gw + ":18101"} {
+		if out, err := host(workload, "connect", target, "from-the-host"); err != nil || out != "echo: from-the-host\n" {
+			t.Errorf("emulated host → %s: %q, %v; want the echo", target, out, err)
+		}
+	}
+
 	// DEL: detached and deleted; the namespace holds only its container again.
 	if _, err := runA("DEL"); err != nil {
 		t.Fatal(err)
@@ -378,4 +392,60 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// hostNamespace returns a function that runs a Linux program in the emulated Windows host's
+// network namespace (hcsemu hostns), where the pods' networks are reached as from a Windows
+// node, and returns its output. test.sh names hcsemu in RUNHCS_WINE_HCSEMU (a Linux path, under
+// a name ending in .exe, which os/exec needs on Windows) and its root in
+// RUNHCS_WINE_HCSEMU_ROOT. Wine runs a program that is not a PE image as a native process
+// (ntdll's fork_and_exec), but gives the caller no handle to wait on (observed with Wine 8:
+// WaitForSingleObject fails with "Invalid handle"); so the program runs under /bin/sh, which
+// writes its output and then its exit status into files beside the test image, and the test
+// waits for the status file.
+func hostNamespace(t *testing.T, image string) func(program string, args ...string) (string, error) {
+	t.Helper()
+	hcsemu, root := os.Getenv("RUNHCS_WINE_HCSEMU"), os.Getenv("RUNHCS_WINE_HCSEMU_ROOT")
+	if hcsemu == "" || root == "" {
+		if testenv.InCI() {
+			t.Fatal("RUNHCS_WINE_HCSEMU and RUNHCS_WINE_HCSEMU_ROOT are not set: run the test through make test-windows as root")
+		}
+		t.Skip("no emulator to enter: make test-windows sets RUNHCS_WINE_HCSEMU when run as root")
+	}
+	dir := path.Join(path.Dir(filepath.ToSlash(image)), "hostns-"+t.Name())
+	local := `Z:` + filepath.FromSlash(dir)
+	if err := os.MkdirAll(local, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(local) })
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+	n := 0
+	return func(program string, args ...string) (string, error) {
+		n++
+		out, status := path.Join(dir, fmt.Sprintf("%d.out", n)), path.Join(dir, fmt.Sprintf("%d.status", n))
+		script := quote(program)
+		for _, a := range args {
+			script += " " + quote(a)
+		}
+		script += fmt.Sprintf(" >%s 2>&1; echo $? >%s.tmp && mv %s.tmp %s", quote(out), quote(status), quote(status), quote(status))
+		cmd := exec.Command(`Z:`+filepath.FromSlash(hcsemu), "hostns", "--root", root, "--", "/bin/sh", "-c", script)
+		if err := cmd.Start(); err != nil {
+			return "", fmt.Errorf("hcsemu hostns: %w", err)
+		}
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			b, err := os.ReadFile(`Z:` + filepath.FromSlash(status))
+			if err == nil {
+				got, _ := os.ReadFile(`Z:` + filepath.FromSlash(out))
+				if code := strings.TrimSpace(string(b)); code != "0" {
+					return string(got), fmt.Errorf("%s %v in the emulated host: exit status %s", program, args, code)
+				}
+				return string(got), nil
+			}
+			if time.Now().After(deadline) {
+				return "", fmt.Errorf("%s %v in the emulated host: no exit status after 90 s", program, args)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }
