@@ -198,8 +198,17 @@ static HRESULT exit_status(PCWSTR data)
 		return HR_OK;
 	doc.p = s;
 	doc.end = s + strlen(s);
-	if (json_find(doc, "Status", &v))
-		hr = (HRESULT)(unsigned long)json_u64(v);
+	if (json_find(doc, "Status", &v)) {
+		/* An int32 (schema2.SystemExitStatus): a failing HRESULT is written negative. */
+		while (v.p < v.end && (*v.p == ' ' || *v.p == '\t' || *v.p == '\n' || *v.p == '\r'))
+			v.p++;
+		if (v.p < v.end && *v.p == '-') {
+			v.p++;
+			hr = (HRESULT)(0u - (unsigned long)json_u64(v));
+		} else {
+			hr = (HRESULT)(unsigned long)json_u64(v);
+		}
+	}
 	if (json_find(doc, "ExitType", &v) && (type = json_string(v)) != NULL && strcmp(type, "UnexpectedExit") == 0)
 		hr = HR_V1_UNEXPECTED_EXIT;
 	free(type);
