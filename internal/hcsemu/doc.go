@@ -56,7 +56,7 @@
 //     the daemon (hns.go says why).
 //   - hcsv1_linux.go: HCS schema 1 modify requests (ResourceType, not ResourcePath), as
 //     hcsshim's HotAttachEndpoint sends them: an HNS endpoint added to or removed from the
-//     namespace a container runs in.
+//     namespace a container runs in (made for it, if it has none and no process yet).
 //
 // Like vmcompute, the daemon keeps systems alive across the death of the client that made them:
 // any client can open one by id. A stopped system is forgotten when its last handle closes. If

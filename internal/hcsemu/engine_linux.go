@@ -284,7 +284,9 @@ func (s *system) setupLocked(ctx context.Context) error {
 			return errorf(computecore.E_FAIL, "Container.Networking.Namespace: %q: %v", n.Namespace, err)
 		}
 	} else if n != nil && len(n.NetworkAdapters) > 0 {
-		id, path, err := s.e.hns.systemNamespace(ctx, s.id, n.NetworkAdapters)
+		id, path, err := s.e.hns.systemNamespace(ctx, s.id, n.NetworkAdapters, func(i int) string {
+			return fmt.Sprintf("Container.Networking.NetworkAdapters[%d]", i)
+		})
 		if err != nil {
 			return err
 		}

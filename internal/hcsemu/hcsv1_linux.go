@@ -3,10 +3,12 @@ package hcsemu
 import (
 	"context"
 	"encoding/json"
+	"os"
 
 	"github.com/containerd/log"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/computenetwork"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
@@ -73,18 +75,42 @@ func (e *Engine) modifyV1(ctx context.Context, ref wire.SystemRef, doc string) e
 		return errorf(computecore.E_NOT_SUPPORTED, "ResourceType: Network: compute system %q is not a container", s.id)
 	}
 	if s.netnsID == "" {
-		// On Windows every container has a network compartment of its own, and a hot-added
-		// endpoint joins it. The emulator gives a compartment only to containers that name an
-		// HNS namespace (Container.Networking.Namespace); the others run in the daemon's own
-		// network namespace, which an endpoint must not enter (nothing of HNS is added to the
-		// machine's network). So this is refused rather than half done.
-		return errorf(computecore.E_NOTIMPL, "ResourceType: Network: compute system %q has no network namespace (Container.Networking.Namespace); "+
-			"hot-adding endpoint %s to a container without one is not emulated", s.id, epID)
+		return e.firstEndpointLocked(ctx, s, epID, add)
 	}
 	// The lock order is system → hns (hns.go).
 	if err := e.hns.systemEndpoint(ctx, s.netnsID, s.id, epID, add); err != nil {
 		return err
 	}
 	log.G(ctx).WithFields(log.Fields{"system": s.id, "endpoint": epID, "request": req.RequestType}).Info("hcsemu: v1 network modify")
+	return nil
+}
+
+// firstEndpointLocked serves a Network request for a container that runs in no HNS namespace.
+// On Windows every container has a network compartment of its own, and a hot-added endpoint
+// joins it. The emulator gives a container without a namespace none: its processes run in the
+// daemon's own network namespace, which no endpoint may enter (nothing of HNS is added to the
+// machine's network). So a container that has not started a process yet gets its compartment
+// now, a namespace of the emulator's holding the endpoint, which its processes will start in
+// and which goes with it (as for Container.Networking.NetworkAdapters); one whose processes
+// already run in the daemon's namespace is refused rather than half done.
+func (e *Engine) firstEndpointLocked(ctx context.Context, s *system, epID string, add bool) error {
+	if !add {
+		return errorf(computecore.HRESULT(computenetwork.HCN_E_ENDPOINT_NOT_FOUND), "Settings: endpoint %s is not attached to compute system %q (it has no network namespace)", epID, s.id)
+	}
+	if s.everRan || len(s.procs) > 0 {
+		return errorf(computecore.E_NOTIMPL, "ResourceType: Network: compute system %q has no network namespace (Container.Networking.Namespace) "+
+			"and its processes already run outside one; hot-adding endpoint %s to it is not emulated", s.id, epID)
+	}
+	id, path, err := e.hns.systemNamespace(ctx, s.id, []string{epID}, func(int) string { return "Settings" })
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		e.hns.deleteSystemNamespace(ctx, id)
+		return errorf(computecore.E_FAIL, "the network namespace of compute system %q: %v", s.id, err)
+	}
+	s.netnsID, s.netns, s.ownNetns = id, f, true
+	log.G(ctx).WithFields(log.Fields{"system": s.id, "endpoint": epID, "namespace": id}).Info("hcsemu: v1 network modify: a namespace for the container")
 	return nil
 }

@@ -81,7 +81,10 @@ func TestV1NetworkModify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bare, _ := createSystem(t, api, "v1-bare", "", false)
+	// A container without a namespace whose processes already run (in the daemon's network
+	// namespace).
+	bare, _ := createSystem(t, api, "v1-bare", "", true)
+	mustStart(t, api, bare, schema2.ProcessParameters{CommandLine: `C:\workload\workload.exe sleep 300`})
 	for _, c := range []struct {
 		name string
 		sys  computecore.System
@@ -97,7 +100,8 @@ func TestV1NetworkModify(t *testing.T) {
 		{"unknown field", cs, fmt.Sprintf(`{"ResourceType":"Network","RequestType":"Add","Settings":%q,"Extra":1}`, epID), computecore.HCS_E_INVALID_JSON, "Extra"},
 		{"both schemas", cs, fmt.Sprintf(`{"ResourceType":"Network","ResourcePath":"x","Settings":%q}`, epID), computecore.HCS_E_INVALID_JSON, "ResourceType"},
 		{"remove what is not attached", cs, v1NetworkRequest("Remove", epID), computecore.HRESULT(computenetwork.HCN_E_ENDPOINT_NOT_FOUND), "not attached"},
-		{"container without a namespace", bare, v1NetworkRequest("Add", epID), computecore.E_NOTIMPL, "Container.Networking.Namespace"},
+		{"running container without a namespace", bare, v1NetworkRequest("Add", epID), computecore.E_NOTIMPL, "Container.Networking.Namespace"},
+		{"remove from a container without a namespace", bare, v1NetworkRequest("Remove", epID), computecore.HRESULT(computenetwork.HCN_E_ENDPOINT_NOT_FOUND), "not attached"},
 	} {
 		err := modifyOn(c.sys, c.doc)
 		if e := AsError(err); err == nil || e.HResult != c.hr || !strings.Contains(err.Error(), c.want) {
@@ -160,6 +164,67 @@ func TestV1NetworkModify(t *testing.T) {
 	mustRun(t, api, "terminate", func(op computecore.Operation) error { return api.TerminateComputeSystem(cs, op, "") })
 	if err := modify(v1NetworkRequest("Add", epID)); hrOf(err) != computecore.HCS_E_INVALID_STATE {
 		t.Errorf("add to a stopped system: %v; want HCS_E_INVALID_STATE", err)
+	}
+}
+
+// TestV1NetworkModifyWithoutNamespace checks the hot-add of an endpoint to a container that
+// names no namespace and has not started a process: the emulator makes it a namespace holding
+// the endpoint, which its processes then start in (a server is reached at the endpoint's
+// address), and which goes with the container, the endpoint staying.
+func TestV1NetworkModifyWithoutNamespace(t *testing.T) {
+	d := startDaemon(t)
+	api := dial(t, d)
+	h := d.engine.hns
+	ctx := context.Background()
+
+	netID, err := h.CreateNetwork(ctx, "", networkDoc("v1-fresh-net", "10.253.3.0/24", "10.253.3.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	epID, err := h.CreateEndpoint(ctx, netID, "", `{"IpConfigurations":[{"IpAddress":"10.253.3.5"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := createSystem(t, api, "v1-fresh", "", false)
+	if result, err := run(t, api, func(op computecore.Operation) error {
+		return api.ModifyComputeSystem(cs, op, v1NetworkRequest("Add", epID), 0)
+	}); err != nil {
+		t.Fatalf("hot-add to a container that has not started a process: %v (%s)", err, result)
+	}
+	doc, err := h.EnumerateNamespaces(ctx, "")
+	var ids []string
+	if err != nil || json.Unmarshal([]byte(doc), &ids) != nil || len(ids) != 1 {
+		t.Fatalf("namespaces: %s, %v; want the one made for the container", doc, err)
+	}
+	if ns, _ := h.QueryNamespace(ctx, ids[0], ""); !strings.Contains(ns, epID) || !strings.Contains(ns, `"v1-fresh"`) {
+		t.Errorf("the container's namespace: %s; want the endpoint and the container", ns)
+	}
+	mustRun(t, api, "start", func(op computecore.Operation) error { return api.StartComputeSystem(cs, op, "") })
+	p := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: `C:\workload\workload.exe listen 0.0.0.0:7000`, CreateStdOutPipe: true})
+	if line, err := bufio.NewReader(p.stdout).ReadString('\n'); err != nil || !strings.HasPrefix(line, "listening") {
+		t.Fatalf("server: %q, %v", line, err)
+	}
+	var answer string
+	err = inNetns(HostNetnsPath(d.engine.cfg.Root), func() error {
+		c, err := net.DialTimeout("tcp", "10.253.3.5:7000", 5*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(c, "ping\n")
+		answer, err = bufio.NewReader(c).ReadString('\n')
+		return err
+	})
+	if err != nil || answer != "echo: ping\n" {
+		t.Errorf("host → the hot-added endpoint: %q, %v", answer, err)
+	}
+	mustRun(t, api, "terminate", func(op computecore.Operation) error { return api.TerminateComputeSystem(cs, op, "") })
+	if doc, _ := h.EnumerateNamespaces(ctx, ""); doc != "[]" {
+		t.Errorf("namespaces after the container stopped: %s; want none", doc)
+	}
+	if ep, err := h.QueryEndpoint(ctx, epID, ""); err != nil || strings.Contains(ep, "HostComputeNamespace") {
+		t.Errorf("the endpoint after the container stopped: %s, %v; want it kept and detached", ep, err)
 	}
 }
 

@@ -1003,7 +1003,10 @@ func (h *hnsState) joinContainer(nsID, system string) (string, error) {
 // with the system. Every endpoint is checked before anything is made (it exists, is not a
 // remote one and is in no namespace yet), and nothing is left when one fails. It returns the
 // namespace's id and the netns file the system's processes run in.
-func (h *hnsState) systemNamespace(ctx context.Context, system string, endpoints []string) (string, string, error) {
+//
+// field names endpoint i in errors: the document's field, or the request's that hot-adds it
+// (hcsv1_linux.go).
+func (h *hnsState) systemNamespace(ctx context.Context, system string, endpoints []string, field func(i int) string) (string, string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err := h.live(); err != nil {
@@ -1011,7 +1014,7 @@ func (h *hnsState) systemNamespace(ctx context.Context, system string, endpoints
 	}
 	eps := make([]*hnsEndpoint, 0, len(endpoints))
 	for i, id := range endpoints {
-		field := fmt.Sprintf("Container.Networking.NetworkAdapters[%d]", i)
+		field := field(i)
 		ep, err := h.endpoint(id)
 		if err != nil {
 			e := AsError(err)
@@ -1035,7 +1038,7 @@ func (h *hnsState) systemNamespace(ctx context.Context, system string, endpoints
 		if err := h.attachLocked(ctx, ep, ns); err != nil {
 			h.deleteNamespaceLocked(ctx, ns)
 			e := AsError(err)
-			return "", "", &Error{HResult: e.HResult, Message: fmt.Sprintf("Container.Networking.NetworkAdapters[%d]: %s", i, e.Message)}
+			return "", "", &Error{HResult: e.HResult, Message: field(i) + ": " + e.Message}
 		}
 	}
 	ns.containers = append(ns.containers, system)

@@ -184,8 +184,8 @@ func TestWinBridgeV2(t *testing.T) {
 // mode, containerd's order) and from the emulated host (hcsemu hostns), and through its
 // hostPort mapping at the host's address. DEL detaches and deletes the endpoint; a second DEL
 // is a no-op.
-// ADD for a container that does not exist, or that has no network namespace, fails and
-// leaves no endpoint.
+// ADD for a container that does not exist, or that runs processes outside any network
+// namespace, fails and leaves no endpoint.
 func TestWinBridgeV1(t *testing.T) {
 	c := requireContract(t)
 	cniPath := cniPlugins(t)
@@ -362,7 +362,8 @@ func TestWinBridgeV1(t *testing.T) {
 
 	// Refused, leaving no endpoint: a container that does not exist (hcsshim sees
 	// ErrComputeSystemDoesNotExist and the plugin removes the endpoint it made), and one
-	// without a network namespace (the emulator does not hot-add endpoints to those).
+	// without a network namespace whose processes already run (in the daemon's own network
+	// namespace, which the emulator puts no endpoint in).
 	const missing = "winbridge-v1-missing"
 	if out, err := winBridge(cniPath, conf(0, false), missing, "none")("ADD"); err == nil {
 		t.Errorf("ADD for a container that does not exist succeeded: %s", out)
@@ -374,7 +375,11 @@ func TestWinBridgeV1(t *testing.T) {
 		t.Errorf("ADD for a missing container left %+v", left)
 	}
 	const bare = "winbridge-v1-bare"
-	container(bare, "", false)
+	sleeper, err := container(bare, "", true).CreateProcess(hctx, &schema2.ProcessParameters{CommandLine: `C:\workload\workload.exe sleep 300`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sleeper.Close()
 	if out, err := winBridge(cniPath, conf(0, false), bare, "none")("ADD"); err == nil {
 		t.Errorf("ADD for a container without a network namespace succeeded: %s", out)
 	} else if !strings.Contains(err.Error(), "Not implemented") {
