@@ -182,8 +182,9 @@ func TestWinBridgeV2(t *testing.T) {
 // attaches the endpoint to the HNS namespace the container runs in, so a server the container
 // already runs is reached at the returned address from another pod (win-bridge's ApiVersion 2
 // mode, containerd's order) and from the emulated host (hcsemu hostns), and through its
-// hostPort mapping at the host's address. DEL detaches and deletes the endpoint; a second DEL
-// is a no-op.
+// hostPort mapping at the host's address. A second container of the pod (CNI_NETNS
+// "container:<sandbox>") gets the same endpoint. DEL detaches and deletes the endpoint; a
+// second DEL is a no-op.
 // ADD for a container that does not exist, or that runs processes outside any network
 // namespace, fails and leaves no endpoint.
 func TestWinBridgeV1(t *testing.T) {
@@ -309,6 +310,23 @@ func TestWinBridgeV1(t *testing.T) {
 	}
 	if !strings.Contains(string(mustJSON(t, v1.Policies)), `"ExternalPort":18101`) {
 		t.Errorf("v1 policies %s: no NAT policy for hostPort 18101", mustJSON(t, v1.Policies))
+	}
+
+	// A second container of pod A, as dockershim added one (CNI_NETNS "container:<sandbox>"):
+	// it runs in the pod's namespace, so the plugin finds the sandbox's endpoint attached to it
+	// already (v1 SharedContainers) and returns the same address; its DEL leaves the endpoint
+	// to the sandbox.
+	const appA = "winbridge-v1-pod-a-app"
+	container(appA, nsA, true)
+	runApp := winBridge(cniPath, conf(0, true), appA, "container:"+podA)
+	if _, appAddr := addResult(t, runApp, subnet, gw); appAddr != addr {
+		t.Errorf("the second container's ADD returned %s; want the sandbox's %s", appAddr, addr)
+	}
+	if _, err := runApp("DEL"); err != nil {
+		t.Errorf("the second container's DEL: %v", err)
+	}
+	if eps := endpointsNamed(podA + "_" + netName); len(eps) != 1 || eps[0].HostComputeNamespace != nsA {
+		t.Errorf("after the second container's DEL, pod A's endpoint: %+v; want it still in %s", eps, nsA)
 	}
 
 	// Pod B, containerd's way (ApiVersion 2: its namespace first, then its container), reaches
