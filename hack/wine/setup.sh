@@ -6,8 +6,9 @@
 #   2. bcryptprimitives.dll built from hack/wine/bcryptprimitives.c and winecompat.c (rebuilt when
 #      the source changes)
 #   3. a private Wine prefix under ${RUNHCS_CACHE:-~/.cache/runhcs}/wine/prefix (about 11 s the first time)
-#   4. computecore.dll, the stand-in HCS API, vmcompute.dll, the stand-in layer API and HNSCall,
-#      and computenetwork.dll, the stand-in HCN API, that forward to hcsemu over TCP
+#   4. computecore.dll, the stand-in HCS API, vmcompute.dll, the stand-in layer API, HNSCall and
+#      the HCS v1 functions of hcsshim's HotAttachEndpoint (over computecore.dll), and
+#      computenetwork.dll, the stand-in HCN API, that forward to hcsemu over TCP
 #      (hack/wine/computecore/, hack/wine/vmcompute/, hack/wine/computenetwork/, and what they
 #      share in hack/wine/common/; see hack/wine/README.md)
 #   5. the DLLs copied into the prefix's drive_c/windows/system32
@@ -108,7 +109,8 @@ build_dll bcryptprimitives.dll "${WINE_HACK}/bcryptprimitives.c" "${WINE_HACK}/w
 	"${WINE_HACK}/winebackup.c"
 build_dll computecore.dll "${WINE_HACK}/computecore/computecore.c" "${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" -- -lws2_32
-build_dll vmcompute.dll "${WINE_HACK}/vmcompute/layers.c" "${WINE_HACK}/vmcompute/hns.c" "${WINE_HACK}/common/json.c" \
+build_dll vmcompute.dll "${WINE_HACK}/vmcompute/layers.c" "${WINE_HACK}/vmcompute/hns.c" "${WINE_HACK}/vmcompute/hcs.c" \
+	"${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" "${WINE_HACK}/common/hcn.c" -- -lws2_32 -lole32
 build_dll computenetwork.dll "${WINE_HACK}/computenetwork/computenetwork.c" "${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" "${WINE_HACK}/common/hcn.c" -- -lws2_32 -lole32

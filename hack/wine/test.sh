@@ -71,11 +71,17 @@ start_emulator() {
 	# Wine passes the environment on to the Windows test binaries. The stand-in DLLs present
 	# the key in HCSEMU_TCP_KEY_FILE (this Linux path; they reach it through Wine's Z:) on every
 	# connection: hcsemu serves no TCP client without it.
-	export HCSEMU_TCP_ADDRESS HCSEMU_TCP_KEY_FILE RUNHCS_WINE_IMAGE RUNHCS_WINE_CNI_PATH
+	# RUNHCS_WINE_HCSEMU and its root: for tests that run a Linux program in the emulated host's
+	# network namespace (hcsemu hostns), which Wine starts as a native process.
+	export HCSEMU_TCP_ADDRESS HCSEMU_TCP_KEY_FILE RUNHCS_WINE_IMAGE RUNHCS_WINE_CNI_PATH RUNHCS_WINE_HCSEMU RUNHCS_WINE_HCSEMU_ROOT
 	HCSEMU_TCP_ADDRESS="$(cat "${emu_dir}/tcp-address")"
 	HCSEMU_TCP_KEY_FILE="${emu_dir}/tcp-key"
 	RUNHCS_WINE_IMAGE="${emu_dir}/image"
 	RUNHCS_WINE_CNI_PATH="${emu_dir}/cni"
+	# The same file under a name with a PATHEXT extension, which Go's os/exec needs on Windows.
+	ln -f "${emu_dir}/hcsemu" "${emu_dir}/hcsemu.exe" || return 1
+	RUNHCS_WINE_HCSEMU="${emu_dir}/hcsemu.exe"
+	RUNHCS_WINE_HCSEMU_ROOT="${emu_dir}/state"
 	echo "test-windows: hcsemu serving on ${HCSEMU_TCP_ADDRESS}" >&2
 }
 trap stop_emulator EXIT

@@ -51,7 +51,12 @@
 //     (<root>/netns/host), a bridge per network, a netns per HNS namespace, a veth pair per
 //     attached endpoint, nftables rules for port mappings and NAT; `hcsemu hostns`. A system
 //     naming Container.Networking.Namespace has its processes forked in that namespace
-//     (spawn_linux.go). HNS state is cleaned, not persisted, with the daemon (hns.go says why).
+//     (spawn_linux.go); one listing Container.Networking.NetworkAdapters gets a namespace of
+//     the emulator's holding them, removed with it. HNS state is cleaned, not persisted, with
+//     the daemon (hns.go says why).
+//   - hcsv1_linux.go: HCS schema 1 modify requests (ResourceType, not ResourcePath), as
+//     hcsshim's HotAttachEndpoint sends them: an HNS endpoint added to or removed from the
+//     namespace a container runs in (made for it, if it has none and no process yet).
 //
 // Like vmcompute, the daemon keeps systems alive across the death of the client that made them:
 // any client can open one by id. A stopped system is forgotten when its last handle closes. If

@@ -166,6 +166,9 @@ type system struct {
 	// network namespace, held open while the system's processes may start (nil: the daemon's).
 	netnsID string
 	netns   *os.File
+	// ownNetns: the namespace is the emulator's, made for Container.Networking.NetworkAdapters,
+	// and goes with the system.
+	ownNetns bool
 }
 
 func (s *system) ref() wire.SystemRef { return wire.SystemRef{ID: s.id, Instance: s.instance} }
@@ -279,6 +282,17 @@ func (s *system) setupLocked(ctx context.Context) error {
 		s.netnsID = n.Namespace
 		if s.netns, err = os.Open(path); err != nil {
 			return errorf(computecore.E_FAIL, "Container.Networking.Namespace: %q: %v", n.Namespace, err)
+		}
+	} else if n != nil && len(n.NetworkAdapters) > 0 {
+		id, path, err := s.e.hns.systemNamespace(ctx, s.id, n.NetworkAdapters, func(i int) string {
+			return fmt.Sprintf("Container.Networking.NetworkAdapters[%d]", i)
+		})
+		if err != nil {
+			return err
+		}
+		s.netnsID, s.ownNetns = id, true
+		if s.netns, err = os.Open(path); err != nil {
+			return errorf(computecore.E_FAIL, "Container.Networking.NetworkAdapters: the container's namespace %s: %v", id, err)
 		}
 	}
 	if s.volPath != "" {
@@ -445,10 +459,12 @@ func (s *system) stopLocked(ctx context.Context, exitType schema2.NotificationTy
 // leaveNetworkLocked takes the system out of its HNS namespace: no process of it starts any
 // more. Processes still exiting keep the Linux namespace alive until they are gone.
 func (s *system) leaveNetworkLocked() {
-	if s.netnsID != "" {
+	if s.netnsID != "" && s.ownNetns {
+		s.e.hns.deleteSystemNamespace(context.Background(), s.netnsID)
+	} else if s.netnsID != "" {
 		s.e.hns.leaveContainer(s.netnsID, s.id)
-		s.netnsID = ""
 	}
+	s.netnsID, s.ownNetns = "", false
 	if s.netns != nil {
 		s.netns.Close()
 		s.netns = nil
@@ -717,8 +733,12 @@ func matchQuery(q *schema2.SystemQuery, p *schema2.Properties) bool {
 }
 
 // Modify applies a ModifySettingRequest: processor and memory limits (Update) and mapped
-// directories (Add, Remove) of a container.
+// directories (Add, Remove) of a container. A schema 1 request goes to modifyV1
+// (hcsv1_linux.go).
 func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) error {
+	if isV1ModifyRequest(doc) {
+		return e.modifyV1(ctx, ref, doc)
+	}
 	var req schema2.ModifySettingRequest
 	if err := decodeDocument(doc, &req, "ModifySettingRequest"); err != nil {
 		return err

@@ -812,16 +812,24 @@ func (h *hnsState) CreateNamespace(ctx context.Context, argID, settings string) 
 	if _, ok := h.namespaces[id]; ok {
 		return "", hcnErrorf(computenetwork.E_INVALIDARG, "ID: a namespace with id %q already exists", id)
 	}
+	if _, err := h.newNamespaceLocked(ctx, doc); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// newNamespaceLocked makes a namespace of a checked document whose id is free.
+func (h *hnsState) newNamespaceLocked(ctx context.Context, doc hcn.HostComputeNamespace) (*hnsNamespace, error) {
 	doc.SchemaVersion = hcn.V2
 	doc.NamespaceId = h.nextCompartment
 	ns := &hnsNamespace{doc: doc}
 	if err := h.dp.addNamespace(ns); err != nil {
-		return "", hcnErrorf(computenetwork.E_FAIL, "namespace %s: %v", id, err)
+		return nil, hcnErrorf(computenetwork.E_FAIL, "namespace %s: %v", doc.Id, err)
 	}
 	h.nextCompartment++
-	h.namespaces[id] = ns
-	log.G(ctx).WithFields(log.Fields{"namespace": id, "netns": ns.path}).Info("hcsemu: HNS namespace created")
-	return id, nil
+	h.namespaces[doc.Id] = ns
+	log.G(ctx).WithFields(log.Fields{"namespace": doc.Id, "netns": ns.path}).Info("hcsemu: HNS namespace created")
+	return ns, nil
 }
 
 func (h *hnsState) namespace(id string) (*hnsNamespace, error) {
@@ -945,6 +953,11 @@ func (h *hnsState) DeleteNamespace(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	h.deleteNamespaceLocked(ctx, ns)
+	return nil
+}
+
+func (h *hnsState) deleteNamespaceLocked(ctx context.Context, ns *hnsNamespace) {
 	for len(ns.endpoints) > 0 {
 		h.detachLocked(ctx, ns.endpoints[0])
 	}
@@ -953,7 +966,6 @@ func (h *hnsState) DeleteNamespace(ctx context.Context, id string) error {
 		log.G(ctx).WithError(err).WithField("namespace", ns.doc.Id).Warn("hcsemu: removing the namespace's netns failed")
 	}
 	log.G(ctx).WithField("namespace", ns.doc.Id).Info("hcsemu: HNS namespace deleted")
-	return nil
 }
 
 func (h *hnsState) EnumerateNamespaces(ctx context.Context, query string) (string, error) {
@@ -984,6 +996,65 @@ func (h *hnsState) joinContainer(nsID, system string) (string, error) {
 	return h.dp.netnsPath(ns), nil
 }
 
+// systemNamespace makes a namespace for a compute system whose document lists endpoints
+// without naming a namespace (Container.Networking.NetworkAdapters, the v1 EndpointList way):
+// on Windows HCS puts them in the container's own compartment; here that is a namespace of
+// the emulator's, holding the system and the endpoints, which deleteSystemNamespace removes
+// with the system. Every endpoint is checked before anything is made (it exists, is not a
+// remote one and is in no namespace yet), and nothing is left when one fails. It returns the
+// namespace's id and the netns file the system's processes run in.
+//
+// field names endpoint i in errors: the document's field, or the request's that hot-adds it
+// (hcsv1_linux.go).
+func (h *hnsState) systemNamespace(ctx context.Context, system string, endpoints []string, field func(i int) string) (string, string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.live(); err != nil {
+		return "", "", err
+	}
+	eps := make([]*hnsEndpoint, 0, len(endpoints))
+	for i, id := range endpoints {
+		field := field(i)
+		ep, err := h.endpoint(id)
+		if err != nil {
+			e := AsError(err)
+			return "", "", &Error{HResult: e.HResult, Message: field + ": " + e.Message}
+		}
+		switch {
+		case slices.Contains(eps, ep):
+			return "", "", hcnErrorf(computenetwork.E_INVALIDARG, "%s: endpoint %s is listed twice", field, ep.doc.Id)
+		case ep.namespace != nil:
+			return "", "", hcnErrorf(computenetwork.HCN_E_ENDPOINT_ALREADY_ATTACHED, "%s: endpoint %s is already in namespace %s", field, ep.doc.Id, ep.namespace.doc.Id)
+		case ep.remote():
+			return "", "", hcnErrorf(computenetwork.HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION, "%s: endpoint %s is a remote endpoint", field, ep.doc.Id)
+		}
+		eps = append(eps, ep)
+	}
+	ns, err := h.newNamespaceLocked(ctx, hcn.HostComputeNamespace{Id: newGUID(), Type: hcn.NamespaceHost})
+	if err != nil {
+		return "", "", err
+	}
+	for i, ep := range eps {
+		if err := h.attachLocked(ctx, ep, ns); err != nil {
+			h.deleteNamespaceLocked(ctx, ns)
+			e := AsError(err)
+			return "", "", &Error{HResult: e.HResult, Message: field(i) + ": " + e.Message}
+		}
+	}
+	ns.containers = append(ns.containers, system)
+	return ns.doc.Id, h.dp.netnsPath(ns), nil
+}
+
+// deleteSystemNamespace removes a namespace systemNamespace made, with the system: its
+// endpoints are detached (they are the caller's, and stay), the namespace is deleted.
+func (h *hnsState) deleteSystemNamespace(ctx context.Context, id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ns, err := h.namespace(id); err == nil {
+		h.deleteNamespaceLocked(ctx, ns)
+	}
+}
+
 // leaveContainer forgets a compute system's membership (it stopped).
 func (h *hnsState) leaveContainer(nsID, system string) {
 	h.mu.Lock()
@@ -993,6 +1064,40 @@ func (h *hnsState) leaveContainer(nsID, system string) {
 			ns.containers = slices.Delete(ns.containers, i, i+1)
 		}
 	}
+}
+
+// systemEndpoint adds (add) or removes an endpoint to or from the HNS namespace nsID that the
+// compute system runs in: HCS v1's Network modify request (hcsv1_linux.go), which hcsshim's
+// HotAttachEndpoint and HotDetachEndpoint send. Errors name the request's field, Settings (the
+// endpoint id).
+func (h *hnsState) systemEndpoint(ctx context.Context, nsID, system, epID string, add bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ns, err := h.namespace(nsID)
+	if err != nil {
+		e := AsError(err)
+		return &Error{HResult: e.HResult, Message: fmt.Sprintf("the network namespace of compute system %q: %s", system, e.Message)}
+	}
+	ep, err := h.endpoint(epID)
+	if err != nil {
+		e := AsError(err)
+		return &Error{HResult: e.HResult, Message: "Settings: " + e.Message}
+	}
+	if add {
+		if err := h.attachLocked(ctx, ep, ns); err != nil {
+			e := AsError(err)
+			return &Error{HResult: e.HResult, Message: strings.Replace(e.Message, "Settings.EndpointId:", "Settings:", 1)}
+		}
+		return nil
+	}
+	if ep.namespace != ns {
+		// Assumption: HCS refuses to remove an endpoint the container does not have; the code
+		// is HNS's for an endpoint not found where it was looked for.
+		return hcnErrorf(computenetwork.HCN_E_ENDPOINT_NOT_FOUND, "Settings: endpoint %s is not attached to compute system %q (not in its namespace %s)", ep.doc.Id, system, ns.doc.Id)
+	}
+	h.detachLocked(ctx, ep)
+	log.G(ctx).WithFields(log.Fields{"endpoint": ep.doc.Id, "namespace": ns.doc.Id, "system": system}).Info("hcsemu: HNS endpoint removed from the system's namespace")
+	return nil
 }
 
 // applyRulesLocked gives the dataplane the NAT rules of the current objects.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/openhcs/runhcs/internal/computenetwork"
@@ -100,17 +101,9 @@ func (h *hnsState) hnsCall(ctx context.Context, method, path, request string) (a
 	case "endpoints":
 		switch {
 		case method == "GET" && id == "":
-			out := []hcn.HNSEndpoint{}
-			for _, ep := range h.listEndpoints() {
-				out = append(out, v1Endpoint(ep))
-			}
-			return out, nil
+			return h.v1Endpoints(), nil
 		case method == "GET" && sub == "":
-			ep, err := h.getEndpoint(id)
-			if err != nil {
-				return nil, err
-			}
-			return v1Endpoint(ep), nil
+			return h.v1EndpointByID(id)
 		case method == "POST" && id == "":
 			var v1 hcn.HNSEndpoint
 			if err := hcnDecode(request, &v1, "HNSEndpoint"); err != nil {
@@ -125,11 +118,7 @@ func (h *hnsState) hnsCall(ctx context.Context, method, path, request string) (a
 			if err != nil {
 				return nil, err
 			}
-			ep, err := h.getEndpoint(eid)
-			if err != nil {
-				return nil, err
-			}
-			return v1Endpoint(ep), nil
+			return h.v1EndpointByID(eid)
 		case method == "DELETE" && id != "" && sub == "":
 			return nil, h.DeleteEndpoint(ctx, id)
 		}
@@ -205,28 +194,25 @@ func (h *hnsState) getNetwork(id string) (*hnsNetwork, error) {
 	return &c, nil
 }
 
-func (h *hnsState) listEndpoints() []*hnsEndpoint {
+// v1Endpoints is every endpoint as a v1 document.
+func (h *hnsState) v1Endpoints() []hcn.HNSEndpoint {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []*hnsEndpoint
+	out := []hcn.HNSEndpoint{}
 	for _, ep := range h.sortedEndpoints() {
-		c := *ep
-		c.network = &hnsNetwork{doc: ep.network.doc, gateway: ep.network.gateway}
-		out = append(out, &c)
+		out = append(out, v1EndpointLocked(ep))
 	}
 	return out
 }
 
-func (h *hnsState) getEndpoint(id string) (*hnsEndpoint, error) {
+func (h *hnsState) v1EndpointByID(id string) (hcn.HNSEndpoint, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ep, err := h.endpoint(id)
 	if err != nil {
-		return nil, err
+		return hcn.HNSEndpoint{}, err
 	}
-	c := *ep
-	c.network = &hnsNetwork{doc: ep.network.doc, gateway: ep.network.gateway}
-	return &c, nil
+	return v1EndpointLocked(ep), nil
 }
 
 func (h *hnsState) v1Namespace(id string) (hcn.V1Namespace, error) {
@@ -278,7 +264,14 @@ func v2Network(v1 *hcn.HNSNetwork) (*hcn.HostComputeNetwork, error) {
 	return doc, nil
 }
 
-func v1Endpoint(ep *hnsEndpoint) hcn.HNSEndpoint {
+// v1EndpointLocked is an endpoint's v1 document (under h.mu). SharedContainers lists the
+// compute systems the endpoint is attached to: those running in its namespace. hcsshim reads it
+// to tell whether an endpoint is attached to a container (HNSEndpoint.IsAttached, which
+// HotAttachEndpoint and HotDetachEndpoint ask first). Assumption: every container of the
+// namespace counts, whether it joined the namespace at create (Networking.Namespace) or the
+// endpoint was hot-added to it (HCS v1 Network modify); the endpoint is in that container's
+// compartment either way.
+func v1EndpointLocked(ep *hnsEndpoint) hcn.HNSEndpoint {
 	out := hcn.HNSEndpoint{
 		Id: ep.doc.Id, Name: ep.doc.Name, VirtualNetwork: ep.doc.HostComputeNetwork, VirtualNetworkName: ep.network.doc.Name,
 		MacAddress: ep.doc.MacAddress, IPAddress: net.IP(ep.ip.AsSlice()), PrefixLength: uint8(ep.prefix),
@@ -286,6 +279,9 @@ func v1Endpoint(ep *hnsEndpoint) hcn.HNSEndpoint {
 	}
 	if ep.doc.HostComputeNamespace != "" {
 		out.Namespace = &hcn.V1Namespace{ID: ep.doc.HostComputeNamespace}
+	}
+	if ep.namespace != nil {
+		out.SharedContainers = slices.Clone(ep.namespace.containers)
 	}
 	for _, p := range ep.doc.Policies {
 		switch p.Type {

@@ -277,9 +277,16 @@ func validateContainer(c *schema2.Container, hosted bool, hostCPUs int, statPath
 		}
 	}
 	if n := c.Networking; n != nil && len(n.NetworkAdapters) > 0 {
-		// Endpoints attached without a namespace (the v1 EndpointList way) are not emulated:
-		// callers put endpoints in an HNS namespace and name it, as hcsshim does for v2.
-		return errorf(computecore.E_NOTIMPL, "Container.Networking.NetworkAdapters: %q: attach endpoints through an HNS namespace (Container.Networking.Namespace)", n.NetworkAdapters)
+		// Endpoints listed without a namespace (the v1 EndpointList way) join a namespace the
+		// emulator makes for the container (hns.go systemNamespace).
+		switch {
+		case hosted:
+			return errorf(computecore.E_NOTIMPL, "Container.Networking.NetworkAdapters: %q: networking inside a utility VM is not emulated", n.NetworkAdapters)
+		case n.Namespace != "":
+			// Assumption: with a namespace HCS takes the endpoints from it (hcsshim leaves the
+			// adapters out then); a document with both is refused rather than guessed at.
+			return errorf(computecore.E_INVALIDARG, "Container.Networking.NetworkAdapters: %q: give the endpoints either here or in the namespace Container.Networking.Namespace names, not both", n.NetworkAdapters)
+		}
 	}
 	if err := ValidateProcessor("Container.Processor", c.Processor, hostCPUs); err != nil {
 		return err
