@@ -39,8 +39,8 @@ var storageMethods = map[string]method{
 	wire.MethodGetBaseImages: notEmulatedMethod(wire.MethodGetBaseImages),
 	wire.MethodCreateLayer:   notEmulatedMethod(wire.MethodCreateLayer),
 	wire.MethodCopyLayer:     notEmulatedMethod(wire.MethodCopyLayer),
-	wire.MethodImportLayer:   notEmulatedMethod(wire.MethodImportLayer),
-	wire.MethodExportLayer:   notEmulatedMethod(wire.MethodExportLayer),
+	wire.MethodImportLayer:   layerMethod((*storageFilter).Import),
+	wire.MethodExportLayer:   layerMethod((*storageFilter).Export),
 }
 
 // layerMethod serves a layer function that answers only its HRESULT.

@@ -146,8 +146,8 @@ func TestStorageFilterWindows(t *testing.T) {
 	if ok, err := hcsshim.LayerExists(di, "scratch"); ok || err != nil {
 		t.Errorf("LayerExists after DestroyLayer = %v, %v", ok, err)
 	}
-	if err := hcsshim.ImportLayer(di, "base", filepath.Join(root, "in"), nil); !errors.As(err, &he) || !errors.Is(he.Err, windows.Errno(0x80004001)) {
-		t.Errorf("ImportLayer = %v; want an HcsError with the daemon's E_NOTIMPL", err)
+	if err := hcsshim.ImportLayer(di, "scratch", filepath.Join(root, "in"), nil); !errors.As(err, &he) || !errors.Is(he.Err, windows.ERROR_PATH_NOT_FOUND) {
+		t.Errorf("ImportLayer into a missing folder = %v; want ERROR_PATH_NOT_FOUND", err)
 	}
 }
 
