@@ -672,6 +672,9 @@ func (f *storageFilter) Export(ctx context.Context, a wire.LayerArgs) error {
 	if eerr != nil && !errors.Is(eerr, io.ErrClosedPipe) {
 		werr = eerr
 	}
+	if werr == nil {
+		werr = systemDelta(out, root != layer)
+	}
 	if werr != nil {
 		// Nothing half made: the folder is left empty, as hcsshim made it.
 		if entries, err := os.ReadDir(out); err == nil {
@@ -869,4 +872,38 @@ func writeRaw(p string, r io.Reader) error {
 		return err
 	}
 	return file.Close()
+}
+
+// systemDelta makes sure the export folder out has Hives\System_Delta when it has Files:
+// hcsshim's legacy reader takes the times of Files and Hives from it and fails without it
+// (legacy.go, Next). Windows layers always carry their registry deltas. A container's scratch
+// under the emulator has none, since its containers have no registry: its export gets an empty
+// System_Delta (an assumption standing in for the deltas Windows would write; it has the
+// folder's times). An imported layer without one is refused, naming what is missing, as
+// hcsshim's reader would fail on it.
+func systemDelta(out string, scratch bool) error {
+	files := filepath.Join(out, wclayer.FilesDir)
+	fi, err := os.Stat(files)
+	if err != nil {
+		return nil // nothing under Files: the reader does not look for the hive
+	}
+	delta := filepath.Join(out, wclayer.HivesDir, "System_Delta")
+	if fileExists(delta) {
+		return nil
+	}
+	if !scratch {
+		return badEntry("Hives/System_Delta", "missing from a layer that has Files: Windows layers carry their registry deltas, and hcsshim's layer reader needs this one")
+	}
+	if err := os.MkdirAll(filepath.Dir(delta), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(delta, nil, 0o644); err != nil {
+		return err
+	}
+	for _, p := range []string{delta, filepath.Dir(delta)} {
+		if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -229,3 +229,55 @@ func TestSettleKeepsFolderWithContent(t *testing.T) {
 		t.Errorf("settling again: %v", err)
 	}
 }
+
+// TestExportSystemDelta: hcsshim's legacy reader needs Hives\System_Delta beside Files. A
+// container's scratch (whose containers have no registry under the emulator) is exported with
+// an empty one; an imported layer without one is refused, naming it, and the folder left empty.
+func TestExportSystemDelta(t *testing.T) {
+	testenv.RequireRoot(t, "trusted.* extended attributes")
+	ctx := context.Background()
+	f, err := newStorageFilter(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	scratch, layer := filepath.Join(dir, "scratch"), filepath.Join(dir, "layer")
+	if err := os.MkdirAll(scratch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeVHDX(filepath.Join(scratch, ScratchDisk), defaultVHDXSize); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(scratch, ScratchDisk+vhdxFSSuffix, "Files", "written.txt"), []byte("hello"))
+	var tb bytes.Buffer
+	tw := tar.NewWriter(&tb)
+	tw.WriteHeader(&tar.Header{Name: "Files/a.txt", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644})
+	tw.Write([]byte("a"))
+	tw.Close()
+	if _, err := wclayer.New().ImportLayer(ctx, &tb, layer, nil, wclayer.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	out := filepath.Join(dir, "out-scratch")
+	os.Mkdir(out, 0o755)
+	if err := f.Export(ctx, wire.LayerArgs{Path: scratch, Source: out}); err != nil {
+		t.Fatalf("ExportLayer of a scratch: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "Hives", "System_Delta")); err != nil || len(b) != 0 {
+		t.Errorf("the scratch's export has System_Delta %q, %v; want an empty one", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "Files", "written.txt")); err != nil || !bytes.HasSuffix(b, []byte("hello")) {
+		t.Errorf("the scratch's export has written.txt %q, %v", b, err)
+	}
+
+	out = filepath.Join(dir, "out-layer")
+	os.Mkdir(out, 0o755)
+	err = f.Export(ctx, wire.LayerArgs{Path: layer, Source: out})
+	var e *Error
+	if !errors.As(err, &e) || e.HResult != computecore.E_INVALIDARG || !strings.Contains(e.Message, "System_Delta") {
+		t.Fatalf("ExportLayer of a layer without hives = %v; want E_INVALIDARG naming System_Delta", err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("the refused export left %v", entries)
+	}
+}
