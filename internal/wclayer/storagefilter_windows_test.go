@@ -156,7 +156,16 @@ func TestStorageFilterWindows(t *testing.T) {
 // stand-in vmcompute.dll), and nothing is left behind.
 func TestHostileTarsThroughHcsshim(t *testing.T) {
 	l := emulatedStorage(t)
-	hostileTars(t, l)
+	hostileTars(t, l, nil)
+	// Over a parent, hcsshim's legacy layer writer and vmcompute's ImportLayer are the importer.
+	t.Run("over a parent", func(t *testing.T) {
+		parent := filepath.Join(t.TempDir(), "parent")
+		in := winTar(t, []fent{{name: "Files", typ: tar.TypeDir, attrs: 0x10}, {name: "Files/a.txt", typ: tar.TypeReg, body: "a", attrs: 0x20}})
+		if _, err := l.ImportLayer(context.Background(), bytes.NewReader(in), parent, nil, ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		hostileTars(t, l, []string{parent})
+	})
 }
 
 // TestBaseLayerThroughHcsshim imports a base layer with hcsshim's real importer (ociwclayer:
