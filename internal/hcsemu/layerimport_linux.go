@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -312,9 +313,9 @@ func setHeaderTimes(h *tar.Header, fi fs.FileInfo, attrs uint32) {
 	h.Format = tar.FormatPAX
 	h.ModTime = fi.ModTime()
 	h.AccessTime, h.ChangeTime = h.ModTime, h.ModTime
-	if st, ok := fi.Sys().(*unix.Stat_t); ok {
-		h.AccessTime = time.Unix(st.Atim.Unix())
-		h.ChangeTime = time.Unix(st.Ctim.Unix())
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		h.AccessTime = time.Unix(st.Atim.Sec, st.Atim.Nsec)
+		h.ChangeTime = time.Unix(st.Ctim.Sec, st.Ctim.Nsec)
 	}
 	if h.PAXRecords == nil {
 		h.PAXRecords = map[string]string{}
@@ -523,7 +524,7 @@ func mergedChildren(srcs []string) []mergedChild {
 			}
 			seen[key] = true
 			if fi.Mode()&fs.ModeCharDevice != 0 {
-				if st, ok := fi.Sys().(*unix.Stat_t); ok && st.Rdev == 0 {
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Rdev == 0 {
 					continue // a whiteout: the name is gone from here down
 				}
 			}

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -279,5 +281,57 @@ func TestExportSystemDelta(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(out); len(entries) != 0 {
 		t.Errorf("the refused export left %v", entries)
+	}
+}
+
+// TestPlaceholdersFollowTheMergedView: the placeholders are the names the parents show merged,
+// nearest first, as the storage filter merges them: a name a nearer parent deleted or hid under
+// an opaque folder gets none, one spelled in another case is one name, and names the layer
+// itself has get none.
+func TestPlaceholdersFollowTheMergedView(t *testing.T) {
+	testenv.RequireRoot(t, "trusted.* extended attributes and whiteout devices")
+	ctx := context.Background()
+	dir := t.TempDir()
+	layerOf := func(name string, hdrs ...*tar.Header) string {
+		var b bytes.Buffer
+		tw := tar.NewWriter(&b)
+		for _, h := range hdrs {
+			if err := tw.WriteHeader(h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tw.Close()
+		p := filepath.Join(dir, name)
+		if _, err := wclayer.New().ImportLayer(ctx, &b, p, nil, wclayer.ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	reg := func(n string) *tar.Header { return &tar.Header{Name: n, Typeflag: tar.TypeReg, Mode: 0o644} }
+	dirh := func(n string) *tar.Header { return &tar.Header{Name: n, Typeflag: tar.TypeDir, Mode: 0o755} }
+	base := layerOf("base", dirh("Files/a/"), reg("Files/a/deleted.txt"), reg("Files/a/kept.txt"),
+		dirh("Files/opq/"), reg("Files/opq/hidden.txt"), reg("Files/Mixed.txt"), reg("Files/own.txt"))
+	mid := layerOf("mid", reg("Files/a/.wh.deleted.txt"), dirh("Files/opq/"), reg("Files/opq/.wh..wh..opq"),
+		reg("Files/opq/shown.txt"), reg("Files/MIXED.TXT"))
+	layer := filepath.Join(dir, "layer")
+	if err := os.MkdirAll(filepath.Join(layer, "Files"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(layer, "Files", "OWN.txt"), []byte("own"))
+	if _, err := makePlaceholders(layer, []string{mid, base}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(layer, placeholderFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(got)
+	want := []string{"MIXED.TXT", "a", "a/kept.txt", "opq", "opq/shown.txt"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("placeholders %v, want %v", got, want)
 	}
 }
