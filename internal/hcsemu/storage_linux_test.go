@@ -214,6 +214,10 @@ func TestStorageFilter(t *testing.T) {
 	if !strings.Contains(f.Result, "CopyLayer") {
 		t.Errorf("CopyLayer: %s; want it named", f.Result)
 	}
+	var bi wire.BaseImagesReply
+	if err := layerCall(t, c, 0, wire.MethodGetBaseImages, struct{}{}).DecodeReply(&bi); err != nil || bi.Document != `{"Images":[]}` {
+		t.Errorf("GetBaseImages: %+v, %v; want an empty list", bi, err)
+	}
 	// ImportLayer is emulated (layerimport_linux_test.go): a missing layer folder is named.
 	f = layerCall(t, c, computecore.E_PATH_NOT_FOUND, wire.MethodImportLayer, wire.LayerArgs{Path: scratch})
 	if !strings.Contains(f.Result, "Path") {

@@ -146,6 +146,10 @@ func TestStorageFilterWindows(t *testing.T) {
 	if ok, err := hcsshim.LayerExists(di, "scratch"); ok || err != nil {
 		t.Errorf("LayerExists after DestroyLayer = %v, %v", ok, err)
 	}
+	// The emulated host has no shared base images (hcsemu's GetBaseImages).
+	if doc, err := hcsshim.GetSharedBaseImages(); err != nil || doc != `{"Images":[]}` {
+		t.Errorf("GetSharedBaseImages = %q, %v; want an empty list", doc, err)
+	}
 	if err := hcsshim.ImportLayer(di, "scratch", filepath.Join(root, "in"), nil); !errors.As(err, &he) || !errors.Is(he.Err, windows.ERROR_PATH_NOT_FOUND) {
 		t.Errorf("ImportLayer into a missing folder = %v; want ERROR_PATH_NOT_FOUND", err)
 	}

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "../common/emu.h"
+#include "../common/hcn.h"
 
 #define EXPORT __declspec(dllexport)
 
@@ -398,16 +399,37 @@ EXPORT HRESULT WINAPI GrantVmAccess(PCWSTR vmid, PCWSTR path)
 	return hr;
 }
 
-/* The functions below are forwarded too; hcsemu answers E_NOTIMPL naming each one it does not
- * emulate: the caller gets the daemon's HRESULT, not one made up here. */
-
+/*
+ * GetBaseImages hands back the daemon's document (wire.BaseImagesReply) in CoTaskMemAlloc'd
+ * memory, which hcsshim frees with CoTaskMemFree (getsharedbaseimages.go:
+ * interop.ConvertAndFreeCoTaskMemString).
+ */
 EXPORT HRESULT WINAPI GetBaseImages(PWSTR *buffer)
 {
+	char *reply = NULL, *doc = NULL;
+	HRESULT hr;
+	struct jv r, v;
+
 	if (buffer == NULL)
 		return HR_POINTER;
 	*buffer = NULL;
-	return emu_call("GetBaseImages", "{}", NULL);
+	hr = emu_call("GetBaseImages", "{}", &reply);
+	if (hr == HR_OK) {
+		r.p = reply;
+		r.end = reply != NULL ? reply + strlen(reply) : NULL;
+		doc = (reply != NULL && json_find(r, "document", &v)) ? json_string(v) : NULL;
+		if (doc == NULL)
+			hr = EMU_HR_PROTOCOL_ERROR;
+		else if ((*buffer = co_wide_of(doc)) == NULL)
+			hr = EMU_HR_OUTOFMEMORY;
+	}
+	free(doc);
+	free(reply);
+	return hr;
 }
+
+/* The functions below are forwarded too; hcsemu answers E_NOTIMPL naming each one it does not
+ * emulate: the caller gets the daemon's HRESULT, not one made up here. */
 
 EXPORT HRESULT WINAPI CreateLayer(const struct driver_info *info, PCWSTR id, PCWSTR parent)
 {
