@@ -134,3 +134,36 @@ func TestChildLayerThroughHcsshim(t *testing.T) {
 		}
 	}
 }
+
+// TestChildLayerDeletesParentFolder: a layer whose tar deletes a folder its parent fills. hcsshim
+// removes the deleted name from the layer folder after ImportLayer, where the emulator has left
+// placeholders for the parent's names, that folder's among them, with its contents: removing a
+// folder that is not empty fails, so the import fails and leaves nothing, rather than losing the
+// deletion (hcsemu's layerimport_linux.go; README's status table).
+func TestChildLayerDeletesParentFolder(t *testing.T) {
+	l := emulatedStorage(t)
+	ctx := context.Background()
+	root := t.TempDir()
+	base, child := filepath.Join(root, "base"), filepath.Join(root, "layers", "child")
+	parent := winTar(t, []fent{
+		{name: "Files", typ: tar.TypeDir, attrs: 0x10},
+		{name: "Files/other", typ: tar.TypeDir, attrs: 0x10},
+		{name: "Files/other/deep.txt", typ: tar.TypeReg, body: "deep", attrs: 0x20},
+	})
+	if _, err := l.ImportLayer(ctx, bytes.NewReader(parent), base, nil, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	in := winTar(t, []fent{
+		{name: "Files", typ: tar.TypeDir, attrs: 0x10},
+		{name: "Files/.wh.other", typ: tar.TypeReg, noWinHdr: true},
+		{name: "Hives", typ: tar.TypeDir, attrs: 0x10},
+		{name: "Hives/System_Delta", typ: tar.TypeReg, body: "regf", attrs: 0x20},
+	})
+	_, err := l.ImportLayer(ctx, bytes.NewReader(in), child, []string{base}, ImportOptions{})
+	if err == nil {
+		t.Cleanup(func() { _ = l.DestroyLayer(ctx, child) })
+		t.Fatal("importing a layer that deletes a parent's non-empty folder succeeded; want it refused")
+	}
+	t.Logf("refused as expected: %v", err)
+	assertOnly(t, filepath.Join(root, "layers"))
+}
