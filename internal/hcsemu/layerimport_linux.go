@@ -90,6 +90,10 @@ const (
 	tarModeReg = 0o100000
 )
 
+// errConversionEnded closes the pipe between a converter and internal/wclayer once the other
+// side has returned, so that the side still running stops, and its error is known for what it is.
+var errConversionEnded = errors.New("the other side of the conversion returned")
+
 // legacyErr is an error of the folder's content, with the HRESULT it answers.
 type legacyErr struct {
 	hr  computecore.HRESULT
@@ -176,9 +180,9 @@ func (f *storageFilter) Import(ctx context.Context, a wire.LayerArgs) error {
 		conv <- err
 	}()
 	_, ierr := wclayer.New().ImportLayer(ctx, pr, staged, parents, wclayer.ImportOptions{})
-	pr.CloseWithError(errors.New("import ended"))
+	pr.CloseWithError(errConversionEnded)
 	cerr := <-conv
-	if cerr != nil && !errors.Is(cerr, io.ErrClosedPipe) {
+	if cerr != nil && !errors.Is(cerr, errConversionEnded) {
 		return errorf(hresultOf(cerr), "Source: import folder %q: %v", src, cerr)
 	}
 	if ierr != nil {
@@ -668,9 +672,9 @@ func (f *storageFilter) Export(ctx context.Context, a wire.LayerArgs) error {
 		exp <- err
 	}()
 	werr := tarToLegacy(ctx, pr, out)
-	pr.CloseWithError(errors.New("export ended"))
+	pr.CloseWithError(errConversionEnded)
 	eerr := <-exp
-	if eerr != nil && !errors.Is(eerr, io.ErrClosedPipe) {
+	if werr == nil && eerr != nil && !errors.Is(eerr, errConversionEnded) {
 		werr = eerr
 	}
 	if werr == nil {

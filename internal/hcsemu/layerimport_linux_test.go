@@ -182,18 +182,27 @@ func TestImportLayerRefuses(t *testing.T) {
 		{"named stream", legacyBytes(0x20, stream{backupAlternateData, []byte("x")}), computecore.E_NOTIMPL},
 		{"truncated stream", legacyBytes(0x20, stream{backupData, []byte("data")})[:20], computecore.E_INVALIDARG},
 		{"no attributes", []byte{1, 2}, computecore.E_INVALIDARG},
+		// Refused by internal/wclayer's importer, not by the conversion: its error is the answer.
+		{"name wclayer refuses", nil, computecore.E_INVALIDARG},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			layer, in := filepath.Join(dir, "layer"), filepath.Join(dir, "in")
-			importFolder(t, in, tc.file)
+			want := "new.txt"
+			if tc.file == nil {
+				importFolder(t, in, legacyBytes(0x20))
+				want = "a:stream"
+				writeFile(t, filepath.Join(in, "Files", "data", want), legacyBytes(0x20, stream{backupData, []byte("x")}))
+			} else {
+				importFolder(t, in, tc.file)
+			}
 			if err := os.Mkdir(layer, 0o755); err != nil {
 				t.Fatal(err)
 			}
 			err := f.Import(ctx, wire.LayerArgs{Path: layer, Source: in})
 			var e *Error
-			if !errors.As(err, &e) || e.HResult != tc.hr || !strings.Contains(e.Message, "new.txt") {
-				t.Fatalf("Import = %v; want %v naming new.txt", err, tc.hr)
+			if !errors.As(err, &e) || e.HResult != tc.hr || !strings.Contains(e.Message, want) {
+				t.Fatalf("Import = %v; want %v naming %s", err, tc.hr, want)
 			}
 			if entries, _ := os.ReadDir(layer); len(entries) != 0 {
 				t.Errorf("the refused import left %v in the layer folder", entries)
@@ -333,5 +342,39 @@ func TestPlaceholdersFollowTheMergedView(t *testing.T) {
 	want := []string{"MIXED.TXT", "a", "a/kept.txt", "opq", "opq/shown.txt"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("placeholders %v, want %v", got, want)
+	}
+}
+
+// TestExportLayerRefusesSymlink: a layer holding what the legacy folder cannot carry under the
+// emulator (a symbolic link: a reparse point) is refused with E_NOTIMPL naming it, and the
+// export folder is left empty.
+func TestExportLayerRefusesSymlink(t *testing.T) {
+	testenv.RequireRoot(t, "trusted.* extended attributes")
+	ctx := context.Background()
+	f, err := newStorageFilter(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	layer, out := filepath.Join(dir, "layer"), filepath.Join(dir, "out")
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	tw.WriteHeader(&tar.Header{Name: "Files/a.txt", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644})
+	tw.Write([]byte("a"))
+	tw.WriteHeader(&tar.Header{Name: "Files/link", Typeflag: tar.TypeSymlink, Linkname: "a.txt", Mode: 0o777})
+	tw.Close()
+	if _, err := wclayer.New().ImportLayer(ctx, &b, layer, nil, wclayer.ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = f.Export(ctx, wire.LayerArgs{Path: layer, Source: out})
+	var e *Error
+	if !errors.As(err, &e) || e.HResult != computecore.E_NOTIMPL || !strings.Contains(e.Message, "Files/link") {
+		t.Fatalf("Export = %v; want E_NOTIMPL naming Files/link", err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("the refused export left %v", entries)
 	}
 }
