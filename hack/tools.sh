@@ -2,12 +2,14 @@
 # hack/tools.sh builds the pinned tools the build and the tests use, from the Go module proxy,
 # into a cache keyed by tool version and Go version, and prints nothing but errors.
 #
-#   hack/tools.sh [all|proto|lint|containerd|containerd1.7|cni]   (default: all)
+#   hack/tools.sh [all|proto|lint|containerd|containerd1.7|cni|containerd-windows]   (default: all)
 #
 # The pins live in tools/go.mod (protoc-gen-go, protoc-gen-go-ttrpc, containerd 2.x and ctr),
 # tools/containerd1.7/go.mod, tools/lint/go.mod (staticcheck) and tools/cni/go.mod (the CNI
 # plugins win-bridge and its IPAM, host-local, built for windows/amd64: the Windows tests run
-# them under Wine). Cache: $RUNHCS_CACHE, default
+# them under Wine). containerd-windows builds the same containerd 2.x and ctr pins for
+# windows/amd64 (containerd.exe, ctr.exe), for trying them under Wine (issue 12); not part of
+# `all`. Cache: $RUNHCS_CACHE, default
 # ~/.cache/runhcs. `hack/tools.sh path NAME` prints where a tool lives (built or not).
 set -euo pipefail
 
@@ -55,6 +57,7 @@ path_of() {
 	containerd1.7) echo "$(tooldir containerd "$(modver tools/containerd1.7 github.com/containerd/containerd)")/containerd" ;;
 	ctr1.7) echo "$(tooldir ctr "$(modver tools/containerd1.7 github.com/containerd/containerd)")/ctr" ;;
 	staticcheck) echo "$(tooldir staticcheck "$(modver tools/lint honnef.co/go/tools)")/staticcheck" ;;
+	containerd.exe | ctr.exe) echo "$(tooldir "$1" "$(modver tools github.com/containerd/containerd/v2)")/$1" ;;
 	win-bridge.exe | host-local.exe) echo "$(tooldir "$1" "$(modver tools/cni github.com/containernetworking/plugins)")/$1" ;;
 	*) echo "tools: unknown tool $1" >&2; return 1 ;;
 	esac
@@ -74,6 +77,13 @@ containerd2() {
 	local ld="-X github.com/containerd/containerd/v2/version.Version=${v}"
 	build tools containerd "${v}" github.com/containerd/containerd/v2/cmd/containerd "${CONTAINERD_TAGS}" "${ld}"
 	build tools ctr "${v}" github.com/containerd/containerd/v2/cmd/ctr "${CONTAINERD_TAGS}" "${ld}"
+}
+containerd2_windows() {
+	local v
+	v="$(modver tools github.com/containerd/containerd/v2)"
+	local ld="-X github.com/containerd/containerd/v2/version.Version=${v}"
+	GOOS=windows GOARCH=amd64 build tools containerd.exe "${v}" github.com/containerd/containerd/v2/cmd/containerd "${CONTAINERD_TAGS}" "${ld}"
+	GOOS=windows GOARCH=amd64 build tools ctr.exe "${v}" github.com/containerd/containerd/v2/cmd/ctr "${CONTAINERD_TAGS}" "${ld}"
 }
 cni() {
 	local v
@@ -96,6 +106,7 @@ lint) lint ;;
 containerd) containerd2 ;;
 containerd1.7) containerd17 ;;
 cni) cni ;;
+containerd-windows) containerd2_windows ;;
 path) path_of "$2" ;;
-*) echo "usage: $0 [all|proto|lint|containerd|containerd1.7|cni|path NAME]" >&2; exit 2 ;;
+*) echo "usage: $0 [all|proto|lint|containerd|containerd1.7|cni|containerd-windows|path NAME]" >&2; exit 2 ;;
 esac

@@ -50,10 +50,16 @@ func main() {
 	}
 }
 
+// run serves until SIGTERM or an interrupt.
 func run(address, root, containerdAddress string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	return serve(ctx, address, root, containerdAddress)
+}
 
+// serve serves the snapshots and diff services on address until ctx is done, then stops as
+// containerd's own plugins do: calls under way get stopTimeout to finish.
+func serve(ctx context.Context, address, root, containerdAddress string) error {
 	// One Layers for the snapshotter and the differ: the host's layer APIs (hcsshim's on
 	// Windows), or the emulator's folders and overlayfs on Linux.
 	layers := wclayer.New()

@@ -19,6 +19,15 @@
  * (kernel32, kernelbase) bound at load time are untouched. A Wine that implements class 64
  * never returns STATUS_NOT_IMPLEMENTED for it, so the wrapper then changes nothing.
  *
+ * hcsshim's safefile.RemoveRelative (the tombstones of a layer import) sets the same class with
+ * only FILE_DISPOSITION_DELETE and has no fallback. Windows documents that flag alone as the
+ * classic delete-on-close (FILE_DISPOSITION_INFORMATION_EX, ntddk.h: "FILE_DISPOSITION_DELETE:
+ * ... the file is deleted when the last handle is closed", the behaviour of
+ * FileDispositionInformation with DeleteFile TRUE), and FILE_DISPOSITION_DO_NOT_DELETE (0) as
+ * DeleteFile FALSE; so those two values are carried out with FileDispositionInformation, and
+ * every other combination (POSIX semantics, ignore read-only: Go's) still gets
+ * STATUS_INVALID_INFO_CLASS.
+ *
  * An export table holds 32-bit offsets from the module's base, so the wrapper is reached
  * through a small jump stub allocated within 4 GiB above ntdll.
  *
@@ -39,10 +48,21 @@ typedef NTSTATUS(NTAPI *set_information_file_fn)(HANDLE file, PIO_STATUS_BLOCK i
 
 static set_information_file_fn real_set_information_file;
 
+#define FILE_DISPOSITION_INFORMATION_CLASS 13
+#define FILE_DISPOSITION_DELETE_ 0x1
+
 static NTSTATUS NTAPI compat_set_information_file(HANDLE file, PIO_STATUS_BLOCK io, PVOID info,
 						   ULONG length, ULONG info_class)
 {
 	NTSTATUS status = real_set_information_file(file, io, info, length, info_class);
+
+	if (status == STATUS_NOT_IMPLEMENTED_ && info_class == FILE_DISPOSITION_INFORMATION_EX_CLASS && info != NULL &&
+	    length >= sizeof(ULONG) && (*(ULONG *)info & ~(ULONG)FILE_DISPOSITION_DELETE_) == 0) {
+		/* FILE_DISPOSITION_INFORMATION: one BOOLEAN, DeleteFile. */
+		BOOLEAN del = (*(ULONG *)info & FILE_DISPOSITION_DELETE_) != 0;
+
+		return real_set_information_file(file, io, &del, sizeof(del), FILE_DISPOSITION_INFORMATION_CLASS);
+	}
 
 	if (status == STATUS_NOT_IMPLEMENTED_ && info_class == FILE_DISPOSITION_INFORMATION_EX_CLASS)
 		return STATUS_INVALID_INFO_CLASS_;

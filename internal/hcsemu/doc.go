@@ -26,6 +26,9 @@
 //     volumes named \\?\Volume{GUID}\ under <root>/volumes, which Container.Storage.Path
 //     resolves to; scratch disks as emulated VHDX files; recorded on disk so that a restarted
 //     daemon detaches what a dead one left.
+//   - layerimport_linux.go, backupstream.go: ImportLayer and ExportLayer for layers over
+//     parents, on hcsshim's legacy import/export folders (Win32 backup streams), converted to
+//     and from the layer tars internal/wclayer's folder importer and exporter read and write.
 //   - server_linux.go: connections, concurrent requests, per-connection event queues, and
 //     turning a method's answer into the response frame.
 //   - dispatch_linux.go: the dispatch table from wire method name to the method serving it;

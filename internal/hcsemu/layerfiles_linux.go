@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -34,10 +33,8 @@ func (f *storageFilter) CreateSandbox(ctx context.Context, a wire.LayerArgs) err
 	if len(a.Parents) == 0 {
 		return errorf(computecore.E_INVALIDARG, "Parents: a sandbox layer needs its parent layers")
 	}
-	for i, pp := range a.Parents {
-		if _, err := layerFolder(fmt.Sprintf("Parents[%d]", i), pp); err != nil {
-			return err
-		}
+	if _, err := layerParents(a.Parents); err != nil {
+		return err
 	}
 	disk := filepath.Join(p, ScratchDisk)
 	if _, err := os.Lstat(disk); err == nil {

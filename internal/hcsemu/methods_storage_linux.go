@@ -36,12 +36,21 @@ var storageMethods = map[string]method{
 	wire.MethodGrantVmAccess: withArgs(func(ctx context.Context, e *Engine, _ Subscriber, a wire.GrantVmAccessArgs) (answer, error) {
 		return answer{}, e.storage.GrantVMAccess(ctx, a)
 	}),
-	wire.MethodGetBaseImages: notEmulatedMethod(wire.MethodGetBaseImages),
-	wire.MethodCreateLayer:   notEmulatedMethod(wire.MethodCreateLayer),
-	wire.MethodCopyLayer:     notEmulatedMethod(wire.MethodCopyLayer),
-	wire.MethodImportLayer:   notEmulatedMethod(wire.MethodImportLayer),
-	wire.MethodExportLayer:   notEmulatedMethod(wire.MethodExportLayer),
+	wire.MethodGetBaseImages: func(context.Context, *Engine, Subscriber, *wire.Frame) (answer, error) {
+		return answer{reply: wire.BaseImagesReply{Document: sharedBaseImages}}, nil
+	},
+	wire.MethodCreateLayer: notEmulatedMethod(wire.MethodCreateLayer),
+	wire.MethodCopyLayer:   notEmulatedMethod(wire.MethodCopyLayer),
+	wire.MethodImportLayer: layerMethod((*storageFilter).Import),
+	wire.MethodExportLayer: layerMethod((*storageFilter).Export),
 }
+
+// sharedBaseImages is GetBaseImages' answer: the base images installed on the host itself
+// (Windows Server 2016's shared base images, which hcsshim's GetSharedBaseImages lists), in
+// the document's shape as its callers read it, {"Images":[{"Name","Path","Version","Size",
+// "CreatedTime"},…]}. Assumption: Microsoft documents neither the function nor the document;
+// the emulated host has no such images (images reach it only as layers), so the list is empty.
+const sharedBaseImages = `{"Images":[]}`
 
 // layerMethod serves a layer function that answers only its HRESULT.
 func layerMethod(fn func(*storageFilter, context.Context, wire.LayerArgs) error) method {

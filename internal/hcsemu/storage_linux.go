@@ -167,6 +167,10 @@ func (f *storageFilter) Activate(ctx context.Context, a wire.LayerArgs) error {
 	if err != nil {
 		return err
 	}
+	// A layer just imported over parents is settled before it is used (layerimport_linux.go).
+	if err := settlePlaceholders(p); err != nil {
+		return errorf(computecore.E_FAIL, "Path: %v", err)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -221,6 +225,9 @@ func (f *storageFilter) Prepare(ctx context.Context, a wire.LayerArgs) error {
 		field := fmt.Sprintf("Parents[%d]", i)
 		if parents[i], err = layerFolder(field, pp); err != nil {
 			return err
+		}
+		if err := settlePlaceholders(parents[i]); err != nil {
+			return errorf(computecore.E_FAIL, "%s: %v", field, err)
 		}
 		if fi, err := os.Stat(filepath.Join(parents[i], "Files")); err != nil || !fi.IsDir() {
 			return errorf(computecore.E_PATH_NOT_FOUND, "%s: layer %q has no Files folder", field, parents[i])

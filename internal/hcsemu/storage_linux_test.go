@@ -210,9 +210,18 @@ func TestStorageFilter(t *testing.T) {
 	if g1.GUID == "" || g1 != g2 {
 		t.Errorf("NameToGuid is not stable: %q, %q", g1.GUID, g2.GUID)
 	}
-	f = layerCall(t, c, computecore.E_NOTIMPL, wire.MethodImportLayer, wire.LayerArgs{Path: scratch})
-	if !strings.Contains(f.Result, "ImportLayer") {
-		t.Errorf("ImportLayer: %s; want it named", f.Result)
+	f = layerCall(t, c, computecore.E_NOTIMPL, wire.MethodCopyLayer, wire.LayerArgs{Path: scratch})
+	if !strings.Contains(f.Result, "CopyLayer") {
+		t.Errorf("CopyLayer: %s; want it named", f.Result)
+	}
+	var bi wire.BaseImagesReply
+	if err := layerCall(t, c, 0, wire.MethodGetBaseImages, struct{}{}).DecodeReply(&bi); err != nil || bi.Document != `{"Images":[]}` {
+		t.Errorf("GetBaseImages: %+v, %v; want an empty list", bi, err)
+	}
+	// ImportLayer is emulated (layerimport_linux_test.go): a missing layer folder is named.
+	f = layerCall(t, c, computecore.E_PATH_NOT_FOUND, wire.MethodImportLayer, wire.LayerArgs{Path: scratch})
+	if !strings.Contains(f.Result, "Path") {
+		t.Errorf("ImportLayer of a missing folder: %s; want the field named", f.Result)
 	}
 	layerCall(t, c, computecore.E_INVALIDARG, wire.MethodActivateLayer, wire.LayerArgs{Path: "relative/layer"})
 }

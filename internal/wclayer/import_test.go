@@ -75,11 +75,11 @@ func exportBytes(t testing.TB, l *Layers, layer string) []byte {
 // left behind, neither the layer nor anything beside it. Under Linux the emulator's importer
 // refuses them; on Windows the checker in front of ociwclayer does.
 func TestHostileTars(t *testing.T) {
-	hostileTars(t, layerTestEnv(t))
+	hostileTars(t, layerTestEnv(t), nil)
 }
 
 // hostileTars is TestHostileTars over whatever layer API the test set up.
-func hostileTars(t *testing.T, l *Layers) {
+func hostileTars(t *testing.T, l *Layers, parents []string) {
 	tests := []struct {
 		name string
 		ents []fent
@@ -127,7 +127,7 @@ func hostileTars(t *testing.T, l *Layers) {
 			if tc.name == "GNU sparse record" {
 				in = sparse
 			}
-			_, err := l.ImportLayer(context.Background(), bytes.NewReader(in), layer, nil, ImportOptions{})
+			_, err := l.ImportLayer(context.Background(), bytes.NewReader(in), layer, parents, ImportOptions{})
 			if !errors.Is(err, errdefs.ErrInvalidArgument) {
 				t.Fatalf("import = %v, want an invalid-argument error", err)
 			}

@@ -13,9 +13,11 @@ import (
 // LayerAPI is every call this package makes into Microsoft's layer APIs on Windows, by layer
 // folder path. The default is hcsshim's (its root package's layer functions over vmcompute.dll,
 // and pkg/ociwclayer over the backup APIs) with go-winio's privilege calls. Under Wine the
-// layer functions reach hcsemu's storage filter through hack/wine's stand-in vmcompute.dll
-// (storagefilter_windows_test.go runs them), but importing over parents and exporting do not
-// work there yet, so the tests that need those make their Layers with NewWithAPI and a fake.
+// layer functions reach hcsemu's storage filter through hack/wine's stand-in vmcompute.dll, and
+// the tests of the real path run there (storagefilter_windows_test.go,
+// childlayer_windows_test.go); the portable tests whose layers hold reparse points, which Wine 8
+// cannot, and the narrow tests of this package's own logic make their Layers with NewWithAPI
+// and a fake.
 type LayerAPI interface {
 	// EnablePrivileges enables privileges for the whole process (winio.EnableProcessPrivileges).
 	EnablePrivileges(names []string) error

@@ -146,8 +146,12 @@ func TestStorageFilterWindows(t *testing.T) {
 	if ok, err := hcsshim.LayerExists(di, "scratch"); ok || err != nil {
 		t.Errorf("LayerExists after DestroyLayer = %v, %v", ok, err)
 	}
-	if err := hcsshim.ImportLayer(di, "base", filepath.Join(root, "in"), nil); !errors.As(err, &he) || !errors.Is(he.Err, windows.Errno(0x80004001)) {
-		t.Errorf("ImportLayer = %v; want an HcsError with the daemon's E_NOTIMPL", err)
+	// The emulated host has no shared base images (hcsemu's GetBaseImages).
+	if doc, err := hcsshim.GetSharedBaseImages(); err != nil || doc != `{"Images":[]}` {
+		t.Errorf("GetSharedBaseImages = %q, %v; want an empty list", doc, err)
+	}
+	if err := hcsshim.ImportLayer(di, "scratch", filepath.Join(root, "in"), nil); !errors.As(err, &he) || !errors.Is(he.Err, windows.ERROR_PATH_NOT_FOUND) {
+		t.Errorf("ImportLayer into a missing folder = %v; want ERROR_PATH_NOT_FOUND", err)
 	}
 }
 
@@ -156,7 +160,16 @@ func TestStorageFilterWindows(t *testing.T) {
 // stand-in vmcompute.dll), and nothing is left behind.
 func TestHostileTarsThroughHcsshim(t *testing.T) {
 	l := emulatedStorage(t)
-	hostileTars(t, l)
+	hostileTars(t, l, nil)
+	// Over a parent, hcsshim's legacy layer writer and vmcompute's ImportLayer are the importer.
+	t.Run("over a parent", func(t *testing.T) {
+		parent := filepath.Join(t.TempDir(), "parent")
+		in := winTar(t, []fent{{name: "Files", typ: tar.TypeDir, attrs: 0x10}, {name: "Files/a.txt", typ: tar.TypeReg, body: "a", attrs: 0x20}})
+		if _, err := l.ImportLayer(context.Background(), bytes.NewReader(in), parent, nil, ImportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		hostileTars(t, l, []string{parent})
+	})
 }
 
 // TestBaseLayerThroughHcsshim imports a base layer with hcsshim's real importer (ociwclayer:

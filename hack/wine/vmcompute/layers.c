@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "../common/emu.h"
+#include "../common/hcn.h"
 
 #define EXPORT __declspec(dllexport)
 
@@ -398,16 +399,37 @@ EXPORT HRESULT WINAPI GrantVmAccess(PCWSTR vmid, PCWSTR path)
 	return hr;
 }
 
-/* The functions below are forwarded too, and hcsemu answers E_NOTIMPL naming each until it
- * emulates it: the caller gets the daemon's HRESULT, not one made up here. */
-
+/*
+ * GetBaseImages hands back the daemon's document (wire.BaseImagesReply) in CoTaskMemAlloc'd
+ * memory, which hcsshim frees with CoTaskMemFree (getsharedbaseimages.go:
+ * interop.ConvertAndFreeCoTaskMemString).
+ */
 EXPORT HRESULT WINAPI GetBaseImages(PWSTR *buffer)
 {
+	char *reply = NULL, *doc = NULL;
+	HRESULT hr;
+	struct jv r, v;
+
 	if (buffer == NULL)
 		return HR_POINTER;
 	*buffer = NULL;
-	return emu_call("GetBaseImages", "{}", NULL);
+	hr = emu_call("GetBaseImages", "{}", &reply);
+	if (hr == HR_OK) {
+		r.p = reply;
+		r.end = reply != NULL ? reply + strlen(reply) : NULL;
+		doc = (reply != NULL && json_find(r, "document", &v)) ? json_string(v) : NULL;
+		if (doc == NULL)
+			hr = EMU_HR_PROTOCOL_ERROR;
+		else if ((*buffer = co_wide_of(doc)) == NULL)
+			hr = EMU_HR_OUTOFMEMORY;
+	}
+	free(doc);
+	free(reply);
+	return hr;
 }
+
+/* The functions below are forwarded too; hcsemu answers E_NOTIMPL naming each one it does not
+ * emulate: the caller gets the daemon's HRESULT, not one made up here. */
 
 EXPORT HRESULT WINAPI CreateLayer(const struct driver_info *info, PCWSTR id, PCWSTR parent)
 {
@@ -422,16 +444,36 @@ EXPORT HRESULT WINAPI CopyLayer(const struct driver_info *info, PCWSTR src, PCWS
 	return layer_call("CopyLayer", info, src, descs, n, 0, NULL, NULL);
 }
 
+/*
+ * folder_call sends ImportLayer or ExportLayer: the layer, its parents and, as wire.LayerArgs'
+ * Source, the Linux path of the folder the call reads (ImportLayer: the import folder hcsshim's
+ * legacy layer writer filled) or fills (ExportLayer: the folder hcsshim's legacy layer reader
+ * walks). hcsemu reads and writes that folder in hcsshim's legacy layout itself
+ * (internal/hcsemu/layerimport_linux.go).
+ */
+static HRESULT folder_call(const char *method, const struct driver_info *info, PCWSTR id, PCWSTR path,
+			   const struct layer_descriptor *descs, size_t n)
+{
+	struct buf extra = {0};
+	HRESULT hr;
+	int ok;
+
+	if (path == NULL)
+		return HR_POINTER;
+	ok = buf_adds(&extra, ",\"source\":") && add_unix(&extra, path);
+	hr = ok ? layer_call(method, info, id, descs, n, 0, extra.data, NULL) : HR_INVALIDARG;
+	buf_free(&extra);
+	return hr;
+}
+
 EXPORT HRESULT WINAPI ImportLayer(const struct driver_info *info, PCWSTR id, PCWSTR path,
 				  const struct layer_descriptor *descs, size_t n)
 {
-	(void)path;
-	return layer_call("ImportLayer", info, id, descs, n, 0, NULL, NULL);
+	return folder_call("ImportLayer", info, id, path, descs, n);
 }
 
 EXPORT HRESULT WINAPI ExportLayer(const struct driver_info *info, PCWSTR id, PCWSTR path,
 				  const struct layer_descriptor *descs, size_t n)
 {
-	(void)path;
-	return layer_call("ExportLayer", info, id, descs, n, 0, NULL, NULL);
+	return folder_call("ExportLayer", info, id, path, descs, n);
 }

@@ -77,3 +77,9 @@ type GrantVmAccessArgs struct {
 	VMID string `json:"vmId"`
 	Path string `json:"path"`
 }
+
+// BaseImagesReply is the reply of MethodGetBaseImages: the JSON document vmcompute's
+// GetBaseImages hands back (hcsshim's GetSharedBaseImages returns it as a string).
+type BaseImagesReply struct {
+	Document string `json:"document"`
+}
