@@ -24,7 +24,7 @@ const pipePrefix = `\\.\pipe\`
 var ErrNoWindowsSection = fmt.Errorf("runhcs runs Windows containers: spec has no windows section: %w", errdefs.ErrInvalidArgument)
 
 // ContainerDocument builds the HCS document of a process-isolated Windows container from its
-// spec (the caller chose process isolation: RequireProcessIsolation). storagePath is the volume the container's layers are mounted at; parents are its
+// spec (the caller chose process isolation: ResolveIsolation). storagePath is the volume the container's layers are mounted at; parents are its
 // read-only layer folders, nearest first. A linux section (which ctr adds beside windows
 // when run with --platform windows/amd64 on a Linux host) is ignored.
 func ContainerDocument(s *specs.Spec, storagePath string, parents []string) (*schema2.ComputeSystem, error) {

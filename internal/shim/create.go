@@ -30,8 +30,12 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 		return nil, fmt.Errorf("OCI spec of %s: process: missing: %w", req.ID, errdefs.ErrInvalidArgument)
 	}
 	oci.ApplyOptions(spec, opts)
-	if err := oci.RequireProcessIsolation(spec, opts); err != nil {
+	iso, err := oci.ResolveIsolation(spec, opts)
+	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", req.ID, err)
+	}
+	if iso == oci.IsolationHyperV {
+		return nil, fmt.Errorf("task %s: Hyper-V isolation is not supported by this shim yet: %w", req.ID, errdefs.ErrNotImplemented)
 	}
 	// The request's terminal flag is what the client set its stdio up for.
 	spec.Process.Terminal = req.Terminal
