@@ -182,6 +182,9 @@ func CredentialSpec(s *specs.Spec) (string, error) {
 // layerID derives a stable GUID for a layer folder from its name. On Windows HCS's
 // NameToGuid (vmcompute.dll) would supply it; the document only needs the id to be stable
 // and distinct per layer, which a name-based (version 5 style) UUID of the folder name is.
+// LayerID is the id of the layer folder path, as the container document names it.
+func LayerID(path string) string { return layerID(path) }
+
 func layerID(path string) string {
 	name := path
 	if i := strings.LastIndexAny(strings.TrimRight(path, `/\`), `/\`); i >= 0 {
