@@ -41,6 +41,6 @@
 // a release that fails because the VM is gone must not leave a task undeletable).
 //
 // It imports internal/hcs/schema2, internal/hcs (to recognise "gone" errors), internal/oci
-// (annotation names) and the protocols; nothing above them. The interfaces it needs of a
+// (layer ids) and the protocols; nothing above them. The interfaces it needs of a
 // compute system are in types.go.
 package uvm

@@ -77,9 +77,9 @@ func (s *fakeSystem) Modify(_ context.Context, req *schema2.ModifySettingRequest
 	default:
 	}
 	what := req.ResourcePath
-	if g, ok := req.GuestRequest.(GuestRequest); ok {
+	if g, ok := req.GuestRequest.(*schema2.GuestModifySettingRequest); ok {
 		what = "guest " + string(g.ResourceType)
-		req = &schema2.ModifySettingRequest{RequestType: schema2.RequestType(g.RequestType), Settings: g.Settings}
+		req = &schema2.ModifySettingRequest{RequestType: g.RequestType, Settings: g.Settings}
 	}
 	line := fmt.Sprintf("%s %s", req.RequestType, what)
 	b, _ := json.Marshal(req.Settings)

@@ -60,14 +60,12 @@ func (vm *VM) MountLayers(ctx context.Context, parents []string, scratchDisk str
 }
 
 func (st *Storage) combineRequest(rt schema2.RequestType) *schema2.ModifySettingRequest {
-	layers := make([]GuestLayer, len(st.Layers))
-	for i, l := range st.Layers {
-		layers[i] = GuestLayer{Id: l.Id, Path: l.Path}
-	}
-	return &schema2.ModifySettingRequest{GuestRequest: GuestRequest{
-		ResourceType: GuestResourceCombinedLayers,
-		RequestType:  string(rt),
-		Settings:     GuestCombinedLayers{ContainerRootPath: st.Path, Layers: layers},
+	// FilterType is deliberately absent: inbox GCS on Windows Server 2022 refuses it
+	// (hcsshim#2714; hcsshim's combine_layers.go).
+	return &schema2.ModifySettingRequest{GuestRequest: &schema2.GuestModifySettingRequest{
+		ResourceType: schema2.ResourceTypeCombinedLayers,
+		RequestType:  rt,
+		Settings:     &schema2.CombinedLayers{ContainerRootPath: st.Path, Layers: st.Layers},
 	}}
 }
 

@@ -41,9 +41,7 @@ const (
 const (
 	utilityVMDir = "UtilityVM"
 	// bootDevicePath is the boot manager, relative to the VmbFs root (the "os" share).
-	bootDevicePath = `\EFI\Microsoft\Boot\bootmgfw.efi`
-	// OSShareName is the VSMB share the VM boots from.
-	OSShareName = "os"
+	bootDevicePath = schema2.UVMBootDevicePath
 )
 
 // Options is what a utility VM is made of.
@@ -236,7 +234,7 @@ func (o *Options) Document() *schema2.ComputeSystem {
 		VirtualSmb: &schema2.VirtualSmb{
 			DirectFileMappingInMB: 1024, // hcsshim: "Sensible default"
 			Shares: []schema2.VirtualSmbShare{{
-				Name:    OSShareName,
+				Name:    schema2.UVMOSShareName,
 				Path:    o.BootFiles(),
 				Options: readOnlyShareOptions(),
 			}},
@@ -252,7 +250,7 @@ func (o *Options) Document() *schema2.ComputeSystem {
 		VirtualMachine: &schema2.VirtualMachine{
 			StopOnReset: true,
 			Chipset: &schema2.Chipset{Uefi: &schema2.Uefi{BootThis: &schema2.UefiBootEntry{
-				DeviceType: "VmbFs",
+				DeviceType: schema2.UVMBootDeviceTypeVmbFs,
 				DevicePath: bootDevicePath,
 			}}},
 			ComputeTopology: &schema2.Topology{

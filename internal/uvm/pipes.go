@@ -28,7 +28,7 @@ func (vm *VM) AddPipe(ctx context.Context, hostPipe string) (string, error) {
 		}); err != nil {
 			return "", fmt.Errorf("map pipe %s into the VM: %w", hostPipe, err)
 		}
-		return vsmbPrefix + `IPC$\` + name, nil
+		return schema2.VSMBGuestPipePath(name), nil
 	})
 }
 

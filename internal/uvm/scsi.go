@@ -14,7 +14,7 @@ import (
 const SCSIController = "df6d0690-79e5-55b6-a5ec-c1e2f77f580a"
 
 // lunsPerController is fixed by Hyper-V (hcsshim's internal/uvm/start.go: 64 LUNs).
-const lunsPerController = 64
+const lunsPerController = schema2.SCSILUNsPerController
 
 // scsiMountFormat is where the guest mounts a disk (hcsshim's
 // internal/guestpath WCOWGlobalScsiMountPrefixFmt).
@@ -45,10 +45,10 @@ func (vm *VM) AddDisk(ctx context.Context, hostPath string) (*Disk, error) {
 			vm.freeLUN(lun)
 			return nil, fmt.Errorf("attach %s: %w", hostPath, err)
 		}
-		if err := vm.add(ctx, &schema2.ModifySettingRequest{GuestRequest: GuestRequest{
-			ResourceType: GuestResourceMappedVirtualDisk,
-			RequestType:  string(schema2.RequestTypeAdd),
-			Settings:     GuestMappedVirtualDisk{ContainerPath: d.GuestPath, Lun: int32(lun)},
+		if err := vm.add(ctx, &schema2.ModifySettingRequest{GuestRequest: &schema2.GuestModifySettingRequest{
+			ResourceType: schema2.ResourceTypeMappedVirtualDisk,
+			RequestType:  schema2.RequestTypeAdd,
+			Settings:     &schema2.MappedVirtualDisk{ContainerPath: d.GuestPath, Lun: uint8(lun)},
 		}}); err != nil {
 			if derr := vm.detach(ctx, d); derr != nil {
 				err = fmt.Errorf("%w (and detaching it again: %v)", err, derr)
@@ -63,10 +63,10 @@ func (vm *VM) AddDisk(ctx context.Context, hostPath string) (*Disk, error) {
 // (hcsshim's order: guest first, then host).
 func (vm *VM) ReleaseDisk(ctx context.Context, d *Disk) error {
 	_, err := vm.disks.release(d.HostPath, func(d *Disk) error {
-		if err := vm.remove(ctx, &schema2.ModifySettingRequest{GuestRequest: GuestRequest{
-			ResourceType: GuestResourceMappedVirtualDisk,
-			RequestType:  string(schema2.RequestTypeRemove),
-			Settings:     GuestMappedVirtualDisk{ContainerPath: d.GuestPath, Lun: int32(d.LUN)},
+		if err := vm.remove(ctx, &schema2.ModifySettingRequest{GuestRequest: &schema2.GuestModifySettingRequest{
+			ResourceType: schema2.ResourceTypeMappedVirtualDisk,
+			RequestType:  schema2.RequestTypeRemove,
+			Settings:     &schema2.MappedVirtualDisk{ContainerPath: d.GuestPath, Lun: uint8(d.LUN)},
 		}}); err != nil {
 			return err
 		}

@@ -185,7 +185,7 @@ func TestStorageSharedLayers(t *testing.T) {
 	if a.Layers[1].Path != b.Layers[1].Path || a.Layers[0].Path == b.Layers[0].Path {
 		t.Errorf("layer paths %v and %v: want the base shared, the app layers not", a.Layers, b.Layers)
 	}
-	if !strings.HasPrefix(a.Layers[0].Path, vsmbPrefix+"s") {
+	if !strings.HasPrefix(a.Layers[0].Path, schema2.VSMBGuestPathPrefix+"s") {
 		t.Errorf("layer path %q is not a VSMB guest path", a.Layers[0].Path)
 	}
 	want := []string{
@@ -317,7 +317,7 @@ func TestFilesAndPipes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p1 != vsmbPrefix+`IPC$\docker_engine` {
+	if p1 != schema2.VSMBGuestPipePath("docker_engine") {
 		t.Errorf("pipe guest path %q", p1)
 	}
 	if _, err := vm.AddPipe(ctx, `\\.\pipe\docker_engine`); err != nil {

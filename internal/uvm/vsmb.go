@@ -9,10 +9,6 @@ import (
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 )
 
-// vsmbPrefix is the guest path under which a VM sees its VSMB shares (hcsshim's
-// internal/uvm/vsmb.go vsmbSharePrefix).
-const vsmbPrefix = `\\?\VMSMB\VSMB-{dcc079ae-60ba-4d07-847c-3493609c0870}\`
-
 // shareKey names a share: one per host folder and read-only flag, as hcsshim keys them
 // ("<hostPath>-<readOnly>"); a single-file share also by its file.
 type shareKey struct {
@@ -69,7 +65,7 @@ func (vm *VM) addShare(ctx context.Context, key shareKey, opts *schema2.VirtualS
 		if err := vm.add(ctx, req); err != nil {
 			return nil, fmt.Errorf("share %s into the VM: %w", key.hostPath, err)
 		}
-		s := &Share{key: key, Name: name, HostPath: key.hostPath, GuestPath: vsmbPrefix + name}
+		s := &Share{key: key, Name: name, HostPath: key.hostPath, GuestPath: schema2.VSMBGuestPath(name)}
 		if key.file != "" {
 			s.GuestPath += `\` + key.file
 		}
