@@ -34,9 +34,6 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", req.ID, err)
 	}
-	if iso == oci.IsolationHyperV {
-		return nil, fmt.Errorf("task %s: Hyper-V isolation is not supported by this shim yet: %w", req.ID, errdefs.ErrNotImplemented)
-	}
 	// The request's terminal flag is what the client set its stdio up for.
 	spec.Process.Terminal = req.Terminal
 
@@ -51,6 +48,12 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 	}
 	if chain == nil {
 		return nil, fmt.Errorf("task %s: no rootfs: neither a %q rootfs mount nor windows.layerFolders: %w", req.ID, layers.MountType, errdefs.ErrInvalidArgument)
+	}
+	if iso == oci.IsolationHyperV {
+		return s.createHyperV(ctx, req, spec, opts, chain)
+	}
+	if err := s.refuseMixedPod(req.ID, spec); err != nil {
+		return nil, err
 	}
 	// The storage path is filled in once the layers are mounted.
 	doc, err := oci.ContainerDocument(spec, "pending-mount", chain.Parents)

@@ -39,3 +39,8 @@ func (s hcsSystem) CreateProcess(ctx context.Context, p *schema2.ProcessParamete
 	}
 	return proc, nil
 }
+
+// HostProcessorCount is the host's logical processor count (processorCounter, hyperv.go).
+func (h hcsHost) HostProcessorCount(ctx context.Context) (uint32, error) {
+	return h.c.HostProcessorCount(ctx)
+}

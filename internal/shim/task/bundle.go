@@ -114,6 +114,9 @@ type resources struct {
 	// namespace is the HNS namespace made for endpoints (network.go), removed with them.
 	namespace string
 	endpoints []string
+	// vmRelease gives back what a container hosted in a utility VM borrowed from it (its
+	// storage, shares, pipes), in order of acquisition; release runs them in reverse.
+	vmRelease []func(context.Context) error
 }
 
 // release is the one path that ends what a task holds, in reverse order of acquisition: the
@@ -125,6 +128,11 @@ func release(ctx context.Context, deps Deps, r resources) error {
 	var errs []error
 	if r.sys != nil || r.systemID != "" {
 		if err := terminateSystem(ctx, deps.Host, r.sys, r.systemID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i := len(r.vmRelease) - 1; i >= 0; i-- {
+		if err := r.vmRelease[i](ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
