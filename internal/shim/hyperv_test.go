@@ -19,6 +19,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/oci"
+	"github.com/openhcs/runhcs/protocols/diag"
 	"github.com/openhcs/runhcs/protocols/options"
 	"github.com/openhcs/runhcs/protocols/stats"
 )
@@ -278,4 +279,60 @@ func TestHyperVRefusals(t *testing.T) {
 			t.Errorf("create: %v, want FailedPrecondition", err)
 		}
 	})
+}
+
+// TestHyperVDiag: shimdiag exec runs a process in the pod's VM itself (not in a container),
+// relays its output and returns its exit code; shimdiag share adds a VSMB share and maps it in
+// the guest.
+func TestHyperVDiag(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	pause, _, _ := h.hvLayers()
+	if _, err := h.svc.Create(ctx, h.hvBundle("pod", "sandbox", pause)); err != nil {
+		t.Fatal(err)
+	}
+	c := serveDiag(t, h.svc)
+	vm := h.host.system("pod@vm")
+	go func() {
+		for vm.process(0) == nil {
+			time.Sleep(time.Millisecond)
+		}
+		p := vm.process(0)
+		_, _ = p.stdoutW.Write([]byte("tasklist output\n"))
+		p.exit(3)
+	}()
+	out := filepath.Join(h.dir, "diag.log")
+	resp, err := c.DiagExecInHost(ctx, &diag.ExecProcessRequest{Args: []string{"tasklist"}, Stdout: logFileURI(t, out)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetExitCode() != 3 {
+		t.Errorf("exit code %d, want 3", resp.GetExitCode())
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != "tasklist output\n" {
+		t.Errorf("output %q, %v", b, err)
+	}
+	if p := vm.process(0); p.params.CommandLine != "tasklist" {
+		t.Errorf("command line %q", p.params.CommandLine)
+	}
+	for _, id := range []string{"pod"} {
+		if tk, _ := h.svc.get(id); len(tk.Execs()) != 0 {
+			t.Errorf("the diag exec became an exec of task %s", id)
+		}
+	}
+
+	share := t.TempDir()
+	if _, err := c.DiagShare(ctx, &diag.ShareRequest{HostPath: share, UvmPath: `C:\share`, ReadOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	vm.mu.Lock()
+	mods := vm.modified
+	vm.mu.Unlock()
+	if len(mods) != 2 || mods[0].ResourcePath != schema2.ResourcePathVSMBShares {
+		t.Fatalf("share requests %+v", mods)
+	}
+	g, ok := mods[1].GuestRequest.(*schema2.GuestModifySettingRequest)
+	if !ok || g.ResourceType != schema2.ResourceTypeMappedDirectory || g.Settings.(*schema2.MappedDirectory).ContainerPath != `C:\share` {
+		t.Errorf("guest request %+v", mods[1].GuestRequest)
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/containerd/errdefs"
+
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 )
 
@@ -88,4 +90,28 @@ func (vm *VM) ReleaseShare(ctx context.Context, s *Share) error {
 // ShareRefs returns the references held on the share of hostPath (tests, diagnostics).
 func (vm *VM) ShareRefs(hostPath string, readOnly bool) int {
 	return vm.shares.count(shareKey{hostPath: hostPath, readOnly: readOnly})
+}
+
+// Share shares the host folder hostPath into the VM at guestPath: a VSMB share and a
+// MappedDirectory guest request (hcsshim's internal/uvm/share.go, for shimdiag share). The
+// share is taken for the VM's lifetime. If the guest refuses, the share is released.
+func (vm *VM) Share(ctx context.Context, hostPath, guestPath string, readOnly bool) error {
+	if guestPath == "" {
+		return fmt.Errorf("share %s into utility VM %s: guest path: empty: %w", hostPath, vm.id, errdefs.ErrInvalidArgument)
+	}
+	s, err := vm.AddShare(ctx, hostPath, readOnly, false)
+	if err != nil {
+		return err
+	}
+	if err := vm.add(ctx, &schema2.ModifySettingRequest{GuestRequest: &schema2.GuestModifySettingRequest{
+		ResourceType: schema2.ResourceTypeMappedDirectory,
+		RequestType:  schema2.RequestTypeAdd,
+		Settings:     &schema2.MappedDirectory{HostPath: s.GuestPath, ContainerPath: guestPath, ReadOnly: readOnly},
+	}}); err != nil {
+		if rerr := vm.ReleaseShare(context.WithoutCancel(ctx), s); rerr != nil {
+			err = fmt.Errorf("%w (and releasing the share: %v)", err, rerr)
+		}
+		return fmt.Errorf("map %s at %s in utility VM %s: %w", s.GuestPath, guestPath, vm.id, err)
+	}
+	return nil
 }

@@ -6,12 +6,14 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/oci"
 	"github.com/openhcs/runhcs/internal/shim/stdio"
 	"github.com/openhcs/runhcs/internal/uvm"
 	"github.com/openhcs/runhcs/protocols/stats"
@@ -39,12 +41,13 @@ func CreateSandbox(ctx context.Context, deps Deps, c SandboxConfig) (_ *Task, re
 	}
 	cctx, cancel := context.WithTimeout(ctx, CreateTimeout)
 	defer cancel()
-	vm, err := uvm.Create(cctx, uvmHost{deps.Host}, c.VM)
+	uh := &uvmHost{h: deps.Host}
+	vm, err := uvm.Create(cctx, uh, c.VM)
 	if err != nil {
 		_ = removeBundleState(c.Bundle)
 		return nil, fmt.Errorf("task %s: %w", c.ID, err)
 	}
-	sys := &vmSystem{vm: vm}
+	sys := &vmSystem{vm: vm, hcs: uh.sys}
 	defer func() {
 		if retErr != nil {
 			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), HCSCallTimeout)
@@ -166,11 +169,20 @@ func (t *Task) watchVM(ctx context.Context) {
 	}
 }
 
-// uvmHost binds uvm.Host to the task's Host.
-type uvmHost struct{ h Host }
+// uvmHost binds uvm.Host to the task's Host, and keeps the System it made (the VM's, on which
+// diagnostic processes are created: ExecInVM).
+type uvmHost struct {
+	h   Host
+	sys System
+}
 
-func (u uvmHost) CreateComputeSystem(ctx context.Context, id string, document any) (uvm.System, error) {
-	return u.h.CreateComputeSystem(ctx, id, document)
+func (u *uvmHost) CreateComputeSystem(ctx context.Context, id string, document any) (uvm.System, error) {
+	sys, err := u.h.CreateComputeSystem(ctx, id, document)
+	if err != nil {
+		return nil, err
+	}
+	u.sys = sys
+	return sys, nil
 }
 
 // hostedSystem is a hosted container's compute system, which also ends when its VM does: HCS
@@ -199,8 +211,12 @@ func (h *hostedSystem) Exited() <-chan struct{} {
 	return h.exited
 }
 
-// vmSystem is the sandbox task's System: its utility VM. Its one "process" is the VM itself.
-type vmSystem struct{ vm *uvm.VM }
+// vmSystem is the sandbox task's System: its utility VM. Its one "process" is the VM itself;
+// hcs is the VM's compute system, on which ExecInVM creates processes.
+type vmSystem struct {
+	vm  *uvm.VM
+	hcs System
+}
 
 func (s *vmSystem) ID() string                          { return s.vm.ID() }
 func (s *vmSystem) Start(context.Context) error         { return nil } // started by CreateSandbox
@@ -326,4 +342,69 @@ func releaseOnce(f func(context.Context) error) func(context.Context) error {
 		done = true
 		return nil
 	}
+}
+
+// ExecInVM runs a process in the sandbox's utility VM itself, in no container (shimdiag exec;
+// hcsshim's ExecInUvm, which HCS serves through the VM's guest connection), with its stdio
+// relayed to io, and returns its exit code once it exited and its output was drained. If ctx
+// ends first the process is killed.
+func (t *Task) ExecInVM(ctx context.Context, args []string, workdir string, io stdio.Config) (int, error) {
+	if !t.sandbox {
+		return 0, fmt.Errorf("exec in the utility VM of task %s: it is not a Hyper-V pod's sandbox: %w", t.id, errdefs.ErrFailedPrecondition)
+	}
+	if len(args) == 0 {
+		return 0, fmt.Errorf("exec in utility VM %s: args: empty: %w", t.vm.ID(), errdefs.ErrInvalidArgument)
+	}
+	params, err := oci.ProcessParameters(&specs.Process{Args: args, Cwd: workdir, Terminal: io.Terminal},
+		oci.Stdio{Stdin: io.Stdin != "", Stdout: io.Stdout != "", Stderr: io.Stderr != "" || io.Stdout != ""})
+	if err != nil {
+		return 0, fmt.Errorf("exec in utility VM %s: %w", t.vm.ID(), err)
+	}
+	id := "diag-exec"
+	up, err := stdio.Open(ctx, t.deps.Namespace, id, io)
+	if err != nil {
+		return 0, fmt.Errorf("exec in utility VM %s: stdio: %w", t.vm.ID(), err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, CreateTimeout)
+	hp, err := t.sys.(*vmSystem).hcs.CreateProcess(cctx, params)
+	cancel()
+	if err != nil {
+		_ = up.Close()
+		return 0, fmt.Errorf("exec %q in utility VM %s: %w", args[0], t.vm.ID(), err)
+	}
+	defer hp.Close()
+	in, out, errw := hp.Stdio()
+	relay := stdio.NewRelay(ctx, up, stdio.Process{Stdin: in, Stdout: out, Stderr: errw})
+	defer relay.Close()
+	select {
+	case <-hp.Exited():
+	case <-t.vm.Exited():
+	case <-ctx.Done():
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), HCSCallTimeout)
+		_, _ = hp.Kill(kctx)
+		cancel()
+		relay.Abort()
+		return 0, fmt.Errorf("exec %q in utility VM %s: %w", args[0], t.vm.ID(), ctx.Err())
+	}
+	select {
+	case <-relay.Drained():
+	case <-time.After(drainTimeout):
+		relay.Abort()
+	}
+	code, err := hp.ExitCode()
+	if err != nil {
+		return exitCodeUnknown, fmt.Errorf("exec %q in utility VM %s: exit code: %w", args[0], t.vm.ID(), err)
+	}
+	return code, nil
+}
+
+// ShareInVM shares the host folder hostPath into the sandbox's utility VM at guestPath
+// (shimdiag share; hcsshim's uvm.Share). The share lasts as long as the VM.
+func (t *Task) ShareInVM(ctx context.Context, hostPath, guestPath string, readOnly bool) error {
+	if !t.sandbox {
+		return fmt.Errorf("share into the utility VM of task %s: it is not a Hyper-V pod's sandbox: %w", t.id, errdefs.ErrFailedPrecondition)
+	}
+	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	defer cancel()
+	return t.vm.Share(cctx, hostPath, guestPath, readOnly)
 }
