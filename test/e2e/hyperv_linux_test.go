@@ -1,0 +1,323 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apievents "github.com/containerd/containerd/api/events"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/typeurl/v2"
+
+	"github.com/openhcs/runhcs/internal/hcsemu/client"
+	"github.com/openhcs/runhcs/protocols/options"
+	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/image"
+)
+
+// Builds of the Hyper-V suite (Microsoft's version-compatibility table, in
+// ../shared/notes/hyperv-facts.md §4): a Windows Server 2025 host runs 2019 and 2022 images in
+// Hyper-V isolation, but only 2025 images in process isolation; an image newer than the
+// utility VM (booted from the 2025 pause image) does not run in it.
+const (
+	hvHostBuild  = "10.0.26100.1" // WS2025, the emulated host
+	hvBuild2019  = "10.0.17763.1"
+	hvBuild2022  = "10.0.20348.1"
+	hvBuildNewer = "10.0.26200.1" // newer than the host and its VMs
+)
+
+// hvImage is a test image of one build, its base layer with the utility VM's boot files when
+// pause is set.
+func hvImage(t *testing.T, env *harness.Env, name, build string, pause bool) string {
+	t.Helper()
+	wl, err := harness.Workload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := image.Default(wl)
+	img.Name = "docker.io/runhcs/hyperv-" + name + ":latest"
+	img.OSVersion = build
+	img.Layers = []image.Layer{image.BaseLayer(wl, image.BaseOptions{UtilityVM: pause, OSVersion: build})}
+	p := filepath.Join(t.TempDir(), name+".tar")
+	if err := img.WriteFile(p); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(harness.Context(context.Background()), 2*time.Minute)
+	defer cancel()
+	if err := env.ImportImage(ctx, p); err != nil {
+		t.Fatalf("import %s: %v", img.Name, err)
+	}
+	return img.Name
+}
+
+// exitCounter counts containerd's TaskExit events of init processes, and TaskDelete events, by
+// container id.
+type exitCounter struct {
+	mu      sync.Mutex
+	n       map[string]int
+	deleted map[string]bool
+}
+
+func countExits(ctx context.Context, t *testing.T, env *harness.Env) *exitCounter {
+	t.Helper()
+	c := &exitCounter{n: map[string]int{}, deleted: map[string]bool{}}
+	es := env.Client(t).EventService()
+	envelopes, errs := es.Subscribe(ctx, `topic=="/tasks/exit"`, `topic=="/tasks/delete"`, `topic=="`+syncTopic+`"`)
+	synced := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case e := <-envelopes:
+				if e.Topic == syncTopic {
+					select {
+					case <-synced:
+					default:
+						close(synced)
+					}
+					continue
+				}
+				if v, err := typeurl.UnmarshalAny(e.Event); err == nil {
+					c.mu.Lock()
+					switch ev := v.(type) {
+					case *apievents.TaskExit:
+						if ev.ID == ev.ContainerID {
+							c.n[ev.ContainerID]++
+						}
+					case *apievents.TaskDelete:
+						c.deleted[ev.ContainerID] = true
+					}
+					c.mu.Unlock()
+				}
+			case <-errs:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for deadline := time.After(10 * time.Second); ; {
+		if err := es.Publish(ctx, syncTopic, &apievents.ContainerUpdate{ID: "sync"}); err != nil {
+			t.Fatalf("publish %s: %v", syncTopic, err)
+		}
+		select {
+		case <-synced:
+			return c
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("the event subscription did not become live in 10s")
+		}
+	}
+}
+
+func (c *exitCounter) count(id string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[id]
+}
+
+// waitDeleted waits for the TaskDelete events of ids: a shim publishes a task's events in
+// order, so every TaskExit of a task has been counted once its TaskDelete is.
+func (c *exitCounter) waitDeleted(t *testing.T, ids []string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		c.mu.Lock()
+		all := true
+		for _, id := range ids {
+			all = all && c.deleted[id]
+		}
+		c.mu.Unlock()
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no TaskDelete events for all of %v within %v", ids, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHyperV runs Hyper-V isolated pods as CRI makes them (a sandbox task, then containers
+// naming it), chosen by the runtime handler's options (SandboxIsolation = HYPERVISOR), on an
+// emulated Windows Server 2025 host.
+func TestHyperV(t *testing.T) {
+	env := harness.Start(t, harness.Options{HCSEmuArgs: []string{"--os-version", hvHostBuild}})
+	ctx, cancel := context.WithTimeout(harness.Context(context.Background()), 10*time.Minute)
+	defer cancel()
+
+	pause := hvImage(t, env, "pause", hvHostBuild, true)
+	ltsc2019 := hvImage(t, env, "ltsc2019", hvBuild2019, false)
+	ltsc2022 := hvImage(t, env, "ltsc2022", hvBuild2022, false)
+	newer := hvImage(t, env, "newer", hvBuildNewer, false)
+	hv := &options.Options{SandboxIsolation: options.Options_HYPERVISOR}
+
+	inPod := func(pod, kind string, annotations map[string]string) []oci.SpecOpts {
+		a := map[string]string{"io.kubernetes.cri.sandbox-id": pod, "io.kubernetes.cri.container-type": kind}
+		for k, v := range annotations {
+			a[k] = v
+		}
+		return []oci.SpecOpts{oci.WithAnnotations(a)}
+	}
+	startPod := func(t *testing.T, pod string, annotations map[string]string) *harness.Task {
+		t.Helper()
+		tk, err := env.StartTask(ctx, t, harness.TaskRun{ID: pod, Image: pause, RuntimeOptions: hv, SpecOpts: inPod(pod, "sandbox", annotations)})
+		if err != nil {
+			t.Fatalf("sandbox %s: %v", pod, err)
+		}
+		return tk
+	}
+	// run runs a container of pod to its end and returns its exit code and output.
+	run := func(t *testing.T, pod, id, img string, args ...string) (uint32, string) {
+		t.Helper()
+		tk, err := env.StartTask(ctx, t, harness.TaskRun{ID: id, Image: img, Args: workload(args...), RuntimeOptions: hv, SpecOpts: inPod(pod, "container", nil)})
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		code, err := waitExit(t, id, tk.Exit, 2*time.Minute)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		out := tk.Stdout() + tk.Stderr()
+		deleteTask(ctx, t, tk)
+		return code, out
+	}
+
+	t.Run("older builds in one Hyper-V pod", func(t *testing.T) {
+		sandbox := startPod(t, "hv-pod", nil)
+		if sandbox.Task.Pid() != 0 {
+			t.Errorf("the sandbox task has pid %d: it is the VM, not a process", sandbox.Task.Pid())
+		}
+		systems, err := env.ComputeSystems(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, s := range systems {
+			found = found || (s.Id == "hv-pod@vm" && s.SystemType == "VirtualMachine")
+		}
+		if !found {
+			t.Fatalf("no VirtualMachine hv-pod@vm among %+v", systems)
+		}
+		for _, c := range []struct{ id, img, build string }{{"hv-2019", ltsc2019, hvBuild2019}, {"hv-2022", ltsc2022, hvBuild2022}} {
+			code, out := run(t, "hv-pod", c.id, c.img, "echo", "hello from "+c.build)
+			if code != 0 || out != "hello from "+c.build+"\n" {
+				t.Errorf("%s: exit %d, output %q", c.id, code, out)
+			}
+		}
+		t.Run("a newer image fails clearly", func(t *testing.T) {
+			_, err := env.StartTask(ctx, t, harness.TaskRun{ID: "hv-newer", Image: newer, Args: workload("echo", "never"), RuntimeOptions: hv, SpecOpts: inPod("hv-pod", "container", nil)})
+			if err == nil || !strings.Contains(err.Error(), "0x80370101") {
+				t.Errorf("a %s image in a %s VM: %v, want HCS_E_IMAGE_MISMATCH (0x80370101)", hvBuildNewer, hvHostBuild, err)
+			}
+		})
+		deleteTask(ctx, t, sandbox)
+	})
+
+	t.Run("the older image under process isolation fails", func(t *testing.T) {
+		_, err := env.StartTask(ctx, t, harness.TaskRun{ID: "proc-2019", Image: ltsc2019, Args: workload("echo", "never")})
+		if err == nil || !strings.Contains(err.Error(), "0x80370101") {
+			t.Errorf("a %s image process-isolated on a %s host: %v, want HCS_E_IMAGE_MISMATCH (0x80370101)", hvBuild2019, hvHostBuild, err)
+		}
+	})
+
+	t.Run("memory is the VM's", func(t *testing.T) {
+		sandbox := startPod(t, "hv-mem", map[string]string{"io.microsoft.virtualmachine.computetopology.memory.sizeinmb": "256"})
+		code, out := run(t, "hv-mem", "hv-mem-alloc", ltsc2022, "alloc", "400")
+		if code == 0 || strings.Contains(out, "allocated 400 MiB") {
+			t.Errorf("400 MiB in a 256 MB VM: exit %d, output %q; want it refused", code, out)
+		}
+		deleteTask(ctx, t, sandbox)
+		// The same allocation in a process-isolated container without a limit succeeds.
+		tk, err := env.StartTask(ctx, t, harness.TaskRun{ID: "proc-alloc", Image: pause, Args: workload("alloc", "400")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pcode, err := waitExit(t, "proc-alloc", tk.Exit, 2*time.Minute)
+		if err != nil || pcode != 0 || !strings.Contains(tk.Stdout(), "allocated 400 MiB") {
+			t.Errorf("400 MiB process-isolated: exit %d, %v, output %q", pcode, err, tk.Stdout())
+		}
+		deleteTask(ctx, t, tk)
+	})
+
+	t.Run("shimdiag exec lists the VM's processes", func(t *testing.T) {
+		shimdiag := buildShimdiag(ctx, t)
+		sandbox := startPod(t, "hv-diag", nil)
+		sleeper, err := env.StartTask(ctx, t, harness.TaskRun{ID: "hv-diag-sleep", Image: ltsc2022, Args: workload("sleep", "600"), RuntimeOptions: hv, SpecOpts: inPod("hv-diag", "container", nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(env.Root, "containerd", "state", "io.containerd.runtime.v2.task", harness.Namespace, "hv-diag", "address"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, shimdiag, "exec", "--timeout", "2m", strings.TrimSpace(string(b)), `C:\Windows\System32\workload.exe`, "ps")
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("shimdiag exec: %v\nstderr: %s", err, stderr.String())
+		}
+		out := stdout.String()
+		t.Logf("the VM's processes:\n%s", out)
+		if !strings.Contains(out, "workload") {
+			t.Errorf("the VM's process list lacks the pod's workload:\n%s", out)
+		}
+		for _, host := range []string{"containerd", "containerd-shim-runhcs-v1", "containerd-wcow-snapshotter"} {
+			if strings.Contains(out, host) {
+				t.Errorf("the VM's process list shows the host's %s:\n%s", host, out)
+			}
+		}
+		deleteTask(ctx, t, sleeper)
+		deleteTask(ctx, t, sandbox)
+	})
+
+	t.Run("a VM crash ends every task once and leaves nothing", func(t *testing.T) {
+		exits := countExits(ctx, t, env)
+		sandbox := startPod(t, "hv-crash", nil)
+		var tasks []*harness.Task
+		for _, id := range []string{"hv-crash-a", "hv-crash-b"} {
+			tk, err := env.StartTask(ctx, t, harness.TaskRun{ID: id, Image: ltsc2019, Args: workload("sleep", "600"), RuntimeOptions: hv, SpecOpts: inPod("hv-crash", "container", nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks = append(tasks, tk)
+		}
+		f, err := client.DialFault(env.HCSEmuAddress)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.Crash("hv-crash@vm"); err != nil {
+			t.Fatalf("crash the VM: %v", err)
+		}
+		for _, tk := range append([]*harness.Task{sandbox}, tasks...) {
+			if _, err := waitExit(t, tk.Container.ID(), tk.Exit, 2*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ids []string
+		for _, tk := range append([]*harness.Task{sandbox}, tasks...) {
+			deleteTask(ctx, t, tk)
+			ids = append(ids, tk.Container.ID())
+		}
+		// A duplicate TaskExit would come before the task's TaskDelete (one ordered queue).
+		exits.waitDeleted(t, ids, time.Minute)
+		for _, tk := range append([]*harness.Task{sandbox}, tasks...) {
+			if n := exits.count(tk.Container.ID()); n != 1 {
+				t.Errorf("%s: %d TaskExit events, want 1", tk.Container.ID(), n)
+			}
+		}
+		systems, err := env.ComputeSystems(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(systems) != 0 {
+			t.Errorf("compute systems left after the crash and the deletes: %+v", systems)
+		}
+	})
+}
