@@ -25,7 +25,8 @@ type spawner struct {
 
 type spawnRequest struct {
 	cg    *cgroup
-	netns *os.File // the network namespace to start in; nil: the daemon's
+	netns *os.File      // the network namespace to start in; nil: the daemon's
+	vm    *vmNamespaces // a utility VM's namespaces to start in (vminit_linux.go); nil: none
 	start func() (*os.Process, error)
 	done  chan spawnResult
 }
@@ -51,6 +52,9 @@ func (s *spawner) loop(ready chan<- struct{}) {
 	// systems without one. Every spawn sets the thread's namespace explicitly, so a failed
 	// return never leaks a namespace into the next spawn.
 	own, ownErr := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", tid))
+	// Entering a VM's mount namespace needs a thread that shares no file system state
+	// (setns(2): CLONE_NEWNS); the thread is never released to other goroutines.
+	home, homeErr := openHomeNamespaces(tid)
 	close(ready)
 	for req := range s.reqs {
 		target := own
@@ -63,6 +67,11 @@ func (s *spawner) loop(ready chan<- struct{}) {
 		}
 		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
 			req.done <- spawnResult{err: fmt.Errorf("enter the network namespace %s: %w", target.Name(), err)}
+			continue
+		}
+		if req.vm != nil {
+			p, err := s.spawnInVM(req, home, homeErr, tid)
+			req.done <- spawnResult{p: p, err: err}
 			continue
 		}
 		entered := false
@@ -94,8 +103,13 @@ func (s *spawner) loop(ready chan<- struct{}) {
 // network namespace netns when it is not nil: the child is forked from that thread and so
 // starts in both.
 func (s *spawner) spawn(cg *cgroup, netns *os.File, start func() (*os.Process, error)) (*os.Process, error) {
+	return s.spawnIn(cg, netns, nil, start)
+}
+
+// spawnIn is spawn inside a utility VM's namespaces too, when vm is not nil.
+func (s *spawner) spawnIn(cg *cgroup, netns *os.File, vm *vmNamespaces, start func() (*os.Process, error)) (*os.Process, error) {
 	done := make(chan spawnResult, 1)
-	s.reqs <- spawnRequest{cg: cg, netns: netns, start: start, done: done}
+	s.reqs <- spawnRequest{cg: cg, netns: netns, vm: vm, start: start, done: done}
 	r := <-done
 	return r.p, r.err
 }

@@ -10,7 +10,8 @@ var hiveData = append([]byte("regf"), make([]byte, 508)...)
 // BaseOptions tune BaseLayer.
 type BaseOptions struct {
 	// UtilityVM adds UtilityVM/Files/…, the boot files a base layer of a Hyper-V capable image
-	// has (boot manager and BCD store, as placeholders), so utility VMs can be made from it.
+	// has (boot manager and BCD store, as placeholders), and UtilityVM/SystemTemplate.vhdx, so
+	// utility VMs can be made from it.
 	UtilityVM bool
 	// Extra entries to add to the base layer.
 	Extra []Entry
@@ -53,6 +54,10 @@ func BaseLayer(workload []byte, o BaseOptions) Layer {
 		add(Entry{Path: "UtilityVM/Files/EFI/Microsoft/Boot/BCD", Data: []byte("placeholder BCD store")})
 		add(Entry{Path: "UtilityVM/Files/Windows/System32/workload.exe", Data: workload})
 		add(Entry{Path: "UtilityVM/Files/" + OSBuildFile, Data: []byte(build + "\r\n")})
+		// The utility VM's scratch template, which containerd's snapshotter and hcsshim copy to
+		// <snapshot>\vm\sandbox.vhdx: an empty disk in hcsemu's emulated VHDX format (a JSON
+		// header; internal/hcsemu/storage.go), 10 GB, the default UVM scratch size.
+		add(Entry{Path: "UtilityVM/SystemTemplate.vhdx", Data: []byte(`{"format":"hcsemu-vhdx","virtualSize":10737418240}`)})
 	}
 	l.Entries = append(l.Entries, o.Extra...)
 	return l

@@ -75,11 +75,14 @@ type VirtualMachineProcessor struct {
 	Reservation uint64 `json:"Reservation,omitempty"`
 }
 
-// ProcessorLimits is the settings of a modify at ResourcePathVMProcessorLimits.
+// ProcessorLimits is the settings of a modify at ResourcePathVMProcessorLimits (VirtDocs
+// ProcessorLimits; Limit 1-100000 where 100000 is all of each processor, Weight 0-10000, per
+// hcsshim pkg/annotations).
 type ProcessorLimits struct {
-	Limit       uint64 `json:"Limit,omitempty"`
-	Weight      uint64 `json:"Weight,omitempty"`
-	Reservation uint64 `json:"Reservation,omitempty"`
+	Limit               uint64 `json:"Limit,omitempty"`
+	Weight              uint64 `json:"Weight,omitempty"`
+	Reservation         uint64 `json:"Reservation,omitempty"`
+	MaximumFrequencyMHz uint32 `json:"MaximumFrequencyMHz,omitempty"`
 }
 
 // Devices is VirtualMachine.Devices. Map keys are names chosen by the caller: the SCSI
