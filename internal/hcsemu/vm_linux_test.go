@@ -442,6 +442,23 @@ func TestVMFaultsAndHandles(t *testing.T) {
 	if used := e.vmHost.usedMB; used != 0 {
 		t.Errorf("a terminated VM still holds %d MB of the budget", used)
 	}
+
+	// A slow boot: the start waits (here until its caller gives up) and the VM stays Created.
+	if _, err := e.CreateSystem(context.Background(), "slow@vm", vmDocument(layer, newDisk(t), 64, 1), newRecorder()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.vmFaults.set("*", time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := e.Start(ctx, wire.SystemRef{ID: "slow@vm"}, ""); !errors.Is(err, computecore.E_CANCELLED) {
+		t.Errorf("start during a boot delay, cancelled: %v, want E_CANCELLED", err)
+	}
+	e.vmFaults.set("*", 0, 0)
+	if err := e.Start(context.Background(), wire.SystemRef{ID: "slow@vm"}, ""); err != nil {
+		t.Errorf("start after the delay was cleared: %v", err)
+	}
 }
 
 func TestVMModify(t *testing.T) {
@@ -494,6 +511,19 @@ func TestVMModify(t *testing.T) {
 				t.Errorf("error %v, want %v naming %q", err, tt.hr, tt.msg)
 			}
 		})
+	}
+	// The limits are the VM cgroup's: 96 MB of memory, and one processor at Limit 50000 (half
+	// of it) is half a CFS period.
+	s, err := e.lookup(wire.SystemRef{ID: "m@vm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, _ := s.cg.read("memory", "memory.limit_in_bytes")
+	quota, _ := s.cg.read("cpu", "cpu.cfs_quota_us")
+	shares, _ := s.cg.read("cpu", "cpu.shares")
+	s.mu.Unlock()
+	if mem != fmt.Sprint(96<<20) || quota != fmt.Sprint(cfsPeriodUs/2) || shares != "200" {
+		t.Errorf("VM cgroup: memory %s, quota %s, shares %s; want %d, %d, 200", mem, quota, shares, 96<<20, cfsPeriodUs/2)
 	}
 	// The guest sees the mapped share; the memory resize shows in Memory.
 	if code, out := runIn(t, e, "m@vm", `C:\workload\workload.exe pwd`); code != 0 || out == "" {
