@@ -306,6 +306,32 @@ func TestHostedContainersAndCrash(t *testing.T) {
 		t.Errorf("the VM lists %q, want its init, the container's sleeper and ps", lines)
 	}
 
+	// A folder shared into the VM maps into the running container (its HostPath is the VM's
+	// VSMB path), read-only as the share is; a host path that is not the VM's is refused.
+	data := t.TempDir()
+	os.WriteFile(filepath.Join(data, "f.txt"), []byte("from the host"), 0o644)
+	if err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeAdd,
+		Settings: schema2.VirtualSmbShare{Name: "data", Path: data, Options: &schema2.VirtualSmbShareOptions{ReadOnly: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := modify(e, "c1", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathContainerMappedDirectories, RequestType: schema2.RequestTypeAdd,
+		Settings: schema2.MappedDirectory{HostPath: data, ContainerPath: `C:\data`}}); !errors.Is(err, computecore.E_INVALIDARG) {
+		t.Errorf("mapping a host path the VM does not share: %v, want E_INVALIDARG", err)
+	}
+	if err := modify(e, "c1", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathContainerMappedDirectories, RequestType: schema2.RequestTypeAdd,
+		Settings: schema2.MappedDirectory{HostPath: schema2.VSMBGuestPath("data"), ContainerPath: `C:\data`}}); err != nil {
+		t.Fatalf("mapping a VSMB share: %v", err)
+	}
+	if code, out := runIn(t, e, "c1", `C:\workload\workload.exe read C:\data\f.txt`); code != 0 || out != "from the host" {
+		t.Errorf("read through the mapping: exit %d %q", code, out)
+	}
+	if code, _ := runIn(t, e, "c1", `C:\workload\workload.exe write C:\data\g.txt x`); code == 0 {
+		t.Error("wrote through a read-only share")
+	}
+	if err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeRemove, Settings: map[string]string{"Name": "data"}}); !errors.Is(err, errBusy) {
+		t.Errorf("removing a share mapped into a container: %v, want ERROR_BUSY", err)
+	}
+
 	// What the container uses cannot be removed under it.
 	err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeRemove, Settings: map[string]string{"Name": "sc1"}})
 	if !errors.Is(err, errBusy) {
