@@ -520,6 +520,7 @@ func TestVMModify(t *testing.T) {
 		{"no memory", `{"ResourcePath":"VirtualMachine/ComputeTopology/Memory/SizeInMB","Settings":0}`, computecore.E_INVALIDARG, "0 MB"},
 		{"cpu limits", `{"ResourcePath":"VirtualMachine/ComputeTopology/Processor/Limits","Settings":{"Limit":50000,"Weight":200}}`, 0, ""},
 		{"cpu limit too high", `{"ResourcePath":"VirtualMachine/ComputeTopology/Processor/Limits","Settings":{"Limit":100001}}`, computecore.E_INVALIDARG, "Settings.Limit"},
+		{"NIC", `{"ResourcePath":"VirtualMachine/Devices/NetworkAdapters/n1","RequestType":"Add","Settings":{"EndpointId":"e"}}`, computecore.E_NOTIMPL, "NICs"},
 		{"unknown path", `{"ResourcePath":"VirtualMachine/Devices/Floppy","RequestType":"Add"}`, computecore.E_INVALIDARG, "Floppy"},
 		{"mount an empty LUN", `{"GuestRequest":{"ResourceType":"MappedVirtualDisk","RequestType":"Add","Settings":{"ContainerPath":"C:\\m","Lun":9}}}`, errNotFound, "LUN 9"},
 		{"layers on no disk", `{"GuestRequest":{"ResourceType":"CombinedLayers","RequestType":"Add","Settings":{"ContainerRootPath":"C:\\m","Layers":[{"Id":"1","Path":"x"}]}}}`, computecore.E_PATH_NOT_FOUND, "no disk is mounted"},
