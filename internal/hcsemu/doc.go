@@ -129,10 +129,10 @@
 // HostedSystem: {SchemaVersion, Container}}): the VM must exist (HCS_E_SYSTEM_NOT_FOUND) and run
 // (HCS_E_INVALID_STATE); Container.Storage.Path must be a guest path where CombinedLayers were
 // applied; Storage.Layers[].Path VSMB share paths of that VM; MappedDirectories[].HostPath a VSMB
-// share path of a folder (a share with ReadOnly maps read-only; a RestrictFileAccess share is
-// E_ACCESSDENIED as a folder, and single-file mappings, hcsshim's file mounts, are E_NOTIMPL: not
-// emulated yet) or a guest path; MappedPipes[].HostPath schema2.VSMBGuestPipePath of a pipe
-// added to the VM. The image's build (OSBuildFile in the base layer, the last of Storage.Layers)
+// share path (a share with ReadOnly maps read-only; a RestrictFileAccess share maps only its
+// AllowedFiles, one file each at a file ContainerPath, as hcsshim's file mounts do, and anything
+// else of it is E_ACCESSDENIED) or a guest path; MappedPipes[].HostPath schema2.VSMBGuestPipePath
+// of a pipe added to the VM. The image's build (OSBuildFile in the base layer, the last of Storage.Layers)
 // must not be newer than the VM's, else HCS_E_IMAGE_MISMATCH. Its processes run in the VM's
 // namespaces, in a cgroup nested in the VM's (Container.Memory and Processor apply inside the
 // VM's own limits). A process-isolated container whose image build differs from the host's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -180,15 +181,18 @@ func translateMappedDirectories(vm *vmState, c *schema2.Container, f string) ([]
 			if err != nil {
 				return nil, errorf(computecore.E_PATH_NOT_FOUND, "%s: %q: %v", field, md.HostPath, err)
 			}
-			if !fi.IsDir() {
-				return nil, errorf(computecore.E_NOTIMPL, "%s: %q is a file: single-file mappings (RestrictFileAccess, SingleFileMapping) are not emulated yet", field, md.HostPath)
+			o := share.share.Options
+			if o == nil {
+				o = &schema2.VirtualSmbShareOptions{}
 			}
-			if o := share.share.Options; o != nil {
-				if o.RestrictFileAccess {
-					return nil, errorf(computecore.E_ACCESSDENIED, "%s: %q: the share %q allows only its AllowedFiles", field, md.HostPath, name)
-				}
-				md.ReadOnly = md.ReadOnly || o.ReadOnly
+			switch {
+			case o.RestrictFileAccess && (fi.IsDir() || filepath.Dir(host) != filepath.Clean(share.share.Path) || !slices.Contains(share.share.AllowedFiles, filepath.Base(host))):
+				// A restricted share serves only its AllowedFiles (VirtDocs VirtualSmbShareOptions).
+				return nil, errorf(computecore.E_ACCESSDENIED, "%s: %q: the share %q allows only its AllowedFiles %q", field, md.HostPath, name, share.share.AllowedFiles)
+			case !fi.IsDir() && !fi.Mode().IsRegular():
+				return nil, errorf(computecore.E_INVALIDARG, "%s: %q is neither a folder nor a file", field, md.HostPath)
 			}
+			md.ReadOnly = md.ReadOnly || o.ReadOnly
 			shares = append(shares, name)
 			md.HostPath = host
 			continue

@@ -332,6 +332,35 @@ func TestHostedContainersAndCrash(t *testing.T) {
 		t.Errorf("removing a share mapped into a container: %v, want ERROR_BUSY", err)
 	}
 
+	// A single file, as hcsshim maps file mounts: a RestrictFileAccess share of its folder
+	// serves only its AllowedFiles, and an Update can allow more.
+	os.WriteFile(filepath.Join(data, "g.txt"), []byte("second"), 0o644)
+	single := schema2.VirtualSmbShare{Name: "one", Path: data, AllowedFiles: []string{"f.txt"},
+		Options: &schema2.VirtualSmbShareOptions{ReadOnly: true, RestrictFileAccess: true, SingleFileMapping: true}}
+	if err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeAdd, Settings: single}); err != nil {
+		t.Fatal(err)
+	}
+	mapFile := func(name, to string) error {
+		return modify(e, "c1", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathContainerMappedDirectories, RequestType: schema2.RequestTypeAdd,
+			Settings: schema2.MappedDirectory{HostPath: schema2.VSMBGuestPath("one") + `\` + name, ContainerPath: to, ReadOnly: true}})
+	}
+	if err := mapFile("f.txt", `C:\config\f.txt`); err != nil {
+		t.Fatalf("map an allowed file: %v", err)
+	}
+	if code, out := runIn(t, e, "c1", `C:\workload\workload.exe read C:\config\f.txt`); code != 0 || out != "from the host" {
+		t.Errorf("read the mapped file: exit %d %q", code, out)
+	}
+	if err := mapFile("g.txt", `C:\config\g.txt`); !errors.Is(err, computecore.E_ACCESSDENIED) {
+		t.Errorf("map a file the share does not allow: %v, want E_ACCESSDENIED", err)
+	}
+	single.AllowedFiles = []string{"f.txt", "g.txt"}
+	if err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeUpdate, Settings: single}); err != nil {
+		t.Fatalf("allow a second file: %v", err)
+	}
+	if err := mapFile("g.txt", `C:\config\g.txt`); err != nil {
+		t.Errorf("map a file allowed by an Update: %v", err)
+	}
+
 	// What the container uses cannot be removed under it.
 	err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeRemove, Settings: map[string]string{"Name": "sc1"}})
 	if !errors.Is(err, errBusy) {
