@@ -163,7 +163,7 @@ func fault(args []string, stdout, stderr io.Writer) int {
 
 // printFaults prints the active faults, one a line.
 func printFaults(w io.Writer, r wire.FaultListReply) {
-	if len(r.Stalls) == 0 && len(r.Fails) == 0 && r.DelayMs == 0 {
+	if len(r.Stalls) == 0 && len(r.Fails) == 0 && r.DelayMs == 0 && len(r.VMs) == 0 {
 		fmt.Fprintln(w, "no faults")
 		return
 	}
@@ -183,5 +183,12 @@ func printFaults(w io.Writer, r wire.FaultListReply) {
 	}
 	if r.DelayMs > 0 {
 		fmt.Fprintf(w, "delay %v on every call\n", time.Duration(r.DelayMs)*time.Millisecond)
+	}
+	for _, v := range r.VMs {
+		fmt.Fprintf(w, "vm %s: boot delay %v", v.System, time.Duration(v.BootDelayMs)*time.Millisecond)
+		if v.GuestHResult != 0 {
+			fmt.Fprintf(w, ", guest connection fails with %v", v.GuestHResult)
+		}
+		fmt.Fprintln(w)
 	}
 }

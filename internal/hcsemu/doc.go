@@ -36,6 +36,9 @@
 //     fault`): stalls, failures and a delay applied in the dispatcher before any wire method
 //     runs (never to the fault methods, which TCP refuses), crashing a system with
 //     UnexpectedExit, and dropping every client connection.
+//   - vm_validate.go, vm_linux.go, vm_modify_linux.go, hosted_linux.go, vminit_linux.go,
+//     spawn_vm_linux.go, cgroups_vm_linux.go, fault_vm_linux.go, osbuild.go: utility VMs and
+//     the containers hosted in them (see "Utility VMs" below).
 //   - gate_linux.go: who may talk to the daemon, decided in one place for every transport
 //     before a connection is served: on the unix socket (0600, in an owner-only folder when
 //     the daemon makes it) the daemon's own uid only (SO_PEERCRED); on TCP, a first frame
@@ -81,7 +84,8 @@
 // cgroup whose memory limit is SizeInMB and whose CPU quota is Count processors (reduced by
 // Limit, each vCPU's share in 1–100000, hcsshim pkg/annotations) with Weight (0–10000) as cpu.shares;
 // every process of the VM and of its hosted containers runs in those namespaces and below that
-// cgroup. The VM's mount namespace is a slave of the daemon's VM folder: guest mounts the
+// cgroup. The guest's C:\ is the "os" share with a writable layer over it; the VM's procfs is at
+// its C:\proc (the workload's ps reads it), a Linux artefact of the emulation. The VM's mount namespace is a slave of the daemon's VM folder: guest mounts the
 // emulator makes (mapped disks, combined layers, mapped directories) appear in it; mounts made
 // inside the VM never reach the host. Exit: SystemExited with GracefulExit (Shutdown),
 // ForcedExit (Terminate, last handle closed with ShouldTerminateOnLastHandleClosed) or
@@ -113,18 +117,22 @@
 // Unknown fields anywhere are HCS_E_INVALID_JSON naming them (observed for guest requests,
 // microsoft/hcsshim#2714). Assumptions (Microsoft documents none of these): an unknown
 // ResourcePath, controller or a LUN outside 0–63 is E_INVALIDARG; a duplicate share name, an
-// occupied LUN or a mount path in use is HCS_E_SYSTEM_ALREADY_EXISTS-like ERROR_ALREADY_EXISTS
-// (0x800700B7); removing something absent is ERROR_NOT_FOUND (0x80070490); removing a share, disk
-// or mount a live hosted container or combined layer still uses is ERROR_BUSY (0x800700AA);
-// shrinking memory below what the VM uses is E_INVALIDARG.
+// occupied LUN or a mount path in use is ERROR_ALREADY_EXISTS (0x800700B7); removing something
+// absent is ERROR_NOT_FOUND (0x80070490); removing a share, disk, pipe or mount that a live hosted
+// container, combined layers or mapped directory still uses (or the "os" share) is ERROR_BUSY
+// (0x800700AA); shrinking memory below what the VM uses is E_INVALIDARG; a GuestRequest
+// ResourceType other than the three above is E_NOTIMPL. NICs (NetworkAdapters) are not emulated
+// yet (E_NOTIMPL at create and as a resource path): a hosted container joins its HNS namespace
+// through Container.Networking.Namespace, as a process-isolated one does.
 //
 // Hosted containers: HcsCreateComputeSystem(id, {SchemaVersion, Owner, HostingSystemId: <VM id>,
 // HostedSystem: {SchemaVersion, Container}}): the VM must exist (HCS_E_SYSTEM_NOT_FOUND) and run
 // (HCS_E_INVALID_STATE); Container.Storage.Path must be a guest path where CombinedLayers were
 // applied; Storage.Layers[].Path VSMB share paths of that VM; MappedDirectories[].HostPath a VSMB
-// share path (a share with ReadOnly maps read-only; one with RestrictFileAccess maps only its
-// AllowedFiles) or a guest mount path; MappedPipes[].HostPath schema2.VSMBGuestPipePath of a pipe
-// added to the VM. The image's build (OSBuildFile in the base layer, the last of Storage.Layers)
+// share path (a share with ReadOnly maps read-only; a RestrictFileAccess share maps only its
+// AllowedFiles, one file each at a file ContainerPath, as hcsshim's file mounts do, and anything
+// else of it is E_ACCESSDENIED) or a guest path; MappedPipes[].HostPath schema2.VSMBGuestPipePath
+// of a pipe added to the VM. The image's build (OSBuildFile in the base layer, the last of Storage.Layers)
 // must not be newer than the VM's, else HCS_E_IMAGE_MISMATCH. Its processes run in the VM's
 // namespaces, in a cgroup nested in the VM's (Container.Memory and Processor apply inside the
 // VM's own limits). A process-isolated container whose image build differs from the host's

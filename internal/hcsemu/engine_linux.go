@@ -888,6 +888,10 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 			return errorf(computecore.E_NOT_SUPPORTED, "compute system %q has no storage to map directories into", s.id)
 		}
 		if req.RequestType == schema2.RequestTypeAdd {
+			if s.hosted != nil {
+				// In a VM the host path is the VM's (a VSMB share or a guest path).
+				return s.mapHostedLocked(md)
+			}
 			if err := ValidateMappedDirectory("Settings", &md, statDir); err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
 // vmFaults are the faults of utility VMs (wire.MethodFaultVM): a slow boot and a guest
@@ -40,6 +41,31 @@ func (f *vmFaults) set(id string, boot time.Duration, guest computecore.HRESULT)
 		f.guest[id] = guest
 	}
 	return nil
+}
+
+// clearAll ends every VM fault.
+func (f *vmFaults) clearAll() {
+	f.mu.Lock()
+	f.boots, f.guest = nil, nil
+	f.mu.Unlock()
+}
+
+// list reports the VMs' faults, by id.
+func (f *vmFaults) list() []wire.FaultVMArgs {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids := map[string]bool{}
+	for id := range f.boots {
+		ids[id] = true
+	}
+	for id := range f.guest {
+		ids[id] = true
+	}
+	var out []wire.FaultVMArgs
+	for _, id := range sortedKeys(ids) {
+		out = append(out, wire.FaultVMArgs{System: id, BootDelayMs: f.boots[id].Milliseconds(), GuestHResult: f.guest[id]})
+	}
+	return out
 }
 
 func (f *vmFaults) bootDelay(id string) time.Duration {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -109,39 +110,11 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 	if c.Processor != nil && c.Processor.Count > vm.count {
 		return nil, "", errorf(computecore.E_INVALIDARG, "%s.Processor.Count: %d is more than VM %q's %d processors", f, c.Processor.Count, vmSys.id, vm.count)
 	}
-	mds := slices.Clone(c.MappedDirectories)
-	for i := range mds {
-		field := fmt.Sprintf("%s.MappedDirectories[%d].HostPath", f, i)
-		md := &mds[i]
-		if strings.HasPrefix(strings.ToLower(md.HostPath), strings.ToLower(schema2.VSMBGuestPathPrefix)) {
-			name, host, share, err := vm.vsmbPath(field, md.HostPath)
-			if err != nil {
-				return nil, "", err
-			}
-			fi, err := os.Stat(host)
-			if err != nil {
-				return nil, "", errorf(computecore.E_PATH_NOT_FOUND, "%s: %q: %v", field, md.HostPath, err)
-			}
-			if !fi.IsDir() {
-				return nil, "", errorf(computecore.E_NOTIMPL, "%s: %q is a file: single-file mappings (RestrictFileAccess, SingleFileMapping) are not emulated yet", field, md.HostPath)
-			}
-			if o := share.share.Options; o != nil {
-				if o.RestrictFileAccess {
-					return nil, "", errorf(computecore.E_ACCESSDENIED, "%s: %q: the share %q allows only its AllowedFiles", field, md.HostPath, name)
-				}
-				md.ReadOnly = md.ReadOnly || o.ReadOnly
-			}
-			ref.shares = append(ref.shares, name)
-			md.HostPath = host
-			continue
-		}
-		host, _, err := vm.guestPath(field, md.HostPath)
-		if err != nil {
-			return nil, "", err
-		}
-		md.HostPath = host
+	shares, err := translateMappedDirectories(vm, c, f)
+	if err != nil {
+		return nil, "", err
 	}
-	c.MappedDirectories = mds
+	ref.shares = append(ref.shares, shares...)
 	for i, mp := range c.MappedPipes {
 		field := fmt.Sprintf("%s.MappedPipes[%d].HostPath", f, i)
 		prefix := strings.ToLower(schema2.VSMBGuestPipePath(""))
@@ -162,6 +135,76 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 	vm.hosted[s.id] = ref
 	vm.sys[s.id] = s
 	return &hostedLink{vm: vmSys, ns: vm.ns, cpus: int(vm.count)}, cl.target, nil
+}
+
+// mapHostedLocked maps a directory into a running hosted container (a modify at
+// Container/MappedDirectories): its HostPath is translated as at create (attachToVM), and the
+// share it names is then in use by the container.
+func (s *system) mapHostedLocked(md schema2.MappedDirectory) error {
+	if md.HostPath == "" || md.ContainerPath == "" {
+		return errorf(computecore.HCS_E_INVALID_JSON, "Settings.HostPath, Settings.ContainerPath: missing required field")
+	}
+	vmSys := s.hosted.vm
+	vmSys.mu.Lock()
+	vm := vmSys.vm
+	ref := vm.hosted[s.id]
+	if ref == nil || vmSys.state != schema2.StateRunning {
+		vmSys.mu.Unlock()
+		return errorf(computecore.HCS_E_INVALID_STATE, "container %q: its VM %q is not running", s.id, vmSys.id)
+	}
+	c := schema2.Container{MappedDirectories: []schema2.MappedDirectory{md}}
+	shares, err := translateMappedDirectories(vm, &c, "Settings")
+	if err == nil {
+		ref.shares = append(ref.shares, shares...)
+	}
+	vmSys.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.mapLocked(c.MappedDirectories[0])
+}
+
+// translateMappedDirectories turns the HostPaths of c's mapped directories, paths of the VM
+// (VSMB share paths or guest paths), into host paths, and returns the shares they use.
+func translateMappedDirectories(vm *vmState, c *schema2.Container, f string) ([]string, error) {
+	var shares []string
+	mds := slices.Clone(c.MappedDirectories)
+	for i := range mds {
+		field := fmt.Sprintf("%s.MappedDirectories[%d].HostPath", f, i)
+		md := &mds[i]
+		if strings.HasPrefix(strings.ToLower(md.HostPath), strings.ToLower(schema2.VSMBGuestPathPrefix)) {
+			name, host, share, err := vm.vsmbPath(field, md.HostPath)
+			if err != nil {
+				return nil, err
+			}
+			fi, err := os.Stat(host)
+			if err != nil {
+				return nil, errorf(computecore.E_PATH_NOT_FOUND, "%s: %q: %v", field, md.HostPath, err)
+			}
+			o := share.share.Options
+			if o == nil {
+				o = &schema2.VirtualSmbShareOptions{}
+			}
+			switch {
+			case o.RestrictFileAccess && (fi.IsDir() || filepath.Dir(host) != filepath.Clean(share.share.Path) || !slices.Contains(share.share.AllowedFiles, filepath.Base(host))):
+				// A restricted share serves only its AllowedFiles (VirtDocs VirtualSmbShareOptions).
+				return nil, errorf(computecore.E_ACCESSDENIED, "%s: %q: the share %q allows only its AllowedFiles %q", field, md.HostPath, name, share.share.AllowedFiles)
+			case !fi.IsDir() && !fi.Mode().IsRegular():
+				return nil, errorf(computecore.E_INVALIDARG, "%s: %q is neither a folder nor a file", field, md.HostPath)
+			}
+			md.ReadOnly = md.ReadOnly || o.ReadOnly
+			shares = append(shares, name)
+			md.HostPath = host
+			continue
+		}
+		host, _, err := vm.guestPath(field, md.HostPath)
+		if err != nil {
+			return nil, err
+		}
+		md.HostPath = host
+	}
+	c.MappedDirectories = mds
+	return shares, nil
 }
 
 // leaveHostLocked deregisters a hosted container from its VM (once), so that what it used may

@@ -126,6 +126,9 @@ func (e *Engine) CreateProcess(ctx context.Context, ref wire.SystemRef, doc stri
 		return wire.ProcessReply{}, nil, err
 	}
 	defer s.mu.Unlock()
+	if s.vm != nil && s.state != schema2.StateRunning {
+		return wire.ProcessReply{}, nil, errorf(computecore.HCS_E_INVALID_STATE, "CreateProcess in VM %q: not valid in state %s", s.id, s.state)
+	}
 	if s.vm != nil && !s.vm.guest {
 		// HCS creates processes in a utility VM through its guest connection; without one
 		// "the request is not supported" (microsoft/hcsshim#1327).

@@ -570,8 +570,8 @@ func (s *system) vmPropertiesLocked(props *schema2.Properties, types []schema2.P
 // guestPath maps a guest path (C:\…) of a running VM to the host path under its C:.
 func (vm *vmState) guestPath(field, p string) (string, string, error) {
 	rel, ok := winToRel(p)
-	if !ok || rel == "" {
-		return "", "", errorf(computecore.E_INVALIDARG, "%s: %q is not a path on the guest's C: (and not its root)", field, p)
+	if !ok || rel == "" || len(p) < 2 || p[1] != ':' {
+		return "", "", errorf(computecore.E_INVALIDARG, "%s: %q is not a path on the guest's C: (C:\\…, and not its root)", field, p)
 	}
 	return filepath.Join(vm.root, filepath.FromSlash(rel)), strings.ToLower(rel), nil
 }

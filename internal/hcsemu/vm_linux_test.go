@@ -306,6 +306,61 @@ func TestHostedContainersAndCrash(t *testing.T) {
 		t.Errorf("the VM lists %q, want its init, the container's sleeper and ps", lines)
 	}
 
+	// A folder shared into the VM maps into the running container (its HostPath is the VM's
+	// VSMB path), read-only as the share is; a host path that is not the VM's is refused.
+	data := t.TempDir()
+	os.WriteFile(filepath.Join(data, "f.txt"), []byte("from the host"), 0o644)
+	if err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeAdd,
+		Settings: schema2.VirtualSmbShare{Name: "data", Path: data, Options: &schema2.VirtualSmbShareOptions{ReadOnly: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := modify(e, "c1", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathContainerMappedDirectories, RequestType: schema2.RequestTypeAdd,
+		Settings: schema2.MappedDirectory{HostPath: data, ContainerPath: `C:\data`}}); !errors.Is(err, computecore.E_INVALIDARG) {
+		t.Errorf("mapping a host path the VM does not share: %v, want E_INVALIDARG", err)
+	}
+	if err := modify(e, "c1", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathContainerMappedDirectories, RequestType: schema2.RequestTypeAdd,
+		Settings: schema2.MappedDirectory{HostPath: schema2.VSMBGuestPath("data"), ContainerPath: `C:\data`}}); err != nil {
+		t.Fatalf("mapping a VSMB share: %v", err)
+	}
+	if code, out := runIn(t, e, "c1", `C:\workload\workload.exe read C:\data\f.txt`); code != 0 || out != "from the host" {
+		t.Errorf("read through the mapping: exit %d %q", code, out)
+	}
+	if code, _ := runIn(t, e, "c1", `C:\workload\workload.exe write C:\data\g.txt x`); code == 0 {
+		t.Error("wrote through a read-only share")
+	}
+	if err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeRemove, Settings: map[string]string{"Name": "data"}}); !errors.Is(err, errBusy) {
+		t.Errorf("removing a share mapped into a container: %v, want ERROR_BUSY", err)
+	}
+
+	// A single file, as hcsshim maps file mounts: a RestrictFileAccess share of its folder
+	// serves only its AllowedFiles, and an Update can allow more.
+	os.WriteFile(filepath.Join(data, "g.txt"), []byte("second"), 0o644)
+	single := schema2.VirtualSmbShare{Name: "one", Path: data, AllowedFiles: []string{"f.txt"},
+		Options: &schema2.VirtualSmbShareOptions{ReadOnly: true, RestrictFileAccess: true, SingleFileMapping: true}}
+	if err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeAdd, Settings: single}); err != nil {
+		t.Fatal(err)
+	}
+	mapFile := func(name, to string) error {
+		return modify(e, "c1", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathContainerMappedDirectories, RequestType: schema2.RequestTypeAdd,
+			Settings: schema2.MappedDirectory{HostPath: schema2.VSMBGuestPath("one") + `\` + name, ContainerPath: to, ReadOnly: true}})
+	}
+	if err := mapFile("f.txt", `C:\config\f.txt`); err != nil {
+		t.Fatalf("map an allowed file: %v", err)
+	}
+	if code, out := runIn(t, e, "c1", `C:\workload\workload.exe read C:\config\f.txt`); code != 0 || out != "from the host" {
+		t.Errorf("read the mapped file: exit %d %q", code, out)
+	}
+	if err := mapFile("g.txt", `C:\config\g.txt`); !errors.Is(err, computecore.E_ACCESSDENIED) {
+		t.Errorf("map a file the share does not allow: %v, want E_ACCESSDENIED", err)
+	}
+	single.AllowedFiles = []string{"f.txt", "g.txt"}
+	if err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeUpdate, Settings: single}); err != nil {
+		t.Fatalf("allow a second file: %v", err)
+	}
+	if err := mapFile("g.txt", `C:\config\g.txt`); err != nil {
+		t.Errorf("map a file allowed by an Update: %v", err)
+	}
+
 	// What the container uses cannot be removed under it.
 	err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeRemove, Settings: map[string]string{"Name": "sc1"}})
 	if !errors.Is(err, errBusy) {
@@ -442,6 +497,23 @@ func TestVMFaultsAndHandles(t *testing.T) {
 	if used := e.vmHost.usedMB; used != 0 {
 		t.Errorf("a terminated VM still holds %d MB of the budget", used)
 	}
+
+	// A slow boot: the start waits (here until its caller gives up) and the VM stays Created.
+	if _, err := e.CreateSystem(context.Background(), "slow@vm", vmDocument(layer, newDisk(t), 64, 1), newRecorder()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.vmFaults.set("*", time.Hour, 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := e.Start(ctx, wire.SystemRef{ID: "slow@vm"}, ""); !errors.Is(err, computecore.E_CANCELLED) {
+		t.Errorf("start during a boot delay, cancelled: %v, want E_CANCELLED", err)
+	}
+	e.vmFaults.set("*", 0, 0)
+	if err := e.Start(context.Background(), wire.SystemRef{ID: "slow@vm"}, ""); err != nil {
+		t.Errorf("start after the delay was cleared: %v", err)
+	}
 }
 
 func TestVMModify(t *testing.T) {
@@ -477,6 +549,7 @@ func TestVMModify(t *testing.T) {
 		{"no memory", `{"ResourcePath":"VirtualMachine/ComputeTopology/Memory/SizeInMB","Settings":0}`, computecore.E_INVALIDARG, "0 MB"},
 		{"cpu limits", `{"ResourcePath":"VirtualMachine/ComputeTopology/Processor/Limits","Settings":{"Limit":50000,"Weight":200}}`, 0, ""},
 		{"cpu limit too high", `{"ResourcePath":"VirtualMachine/ComputeTopology/Processor/Limits","Settings":{"Limit":100001}}`, computecore.E_INVALIDARG, "Settings.Limit"},
+		{"NIC", `{"ResourcePath":"VirtualMachine/Devices/NetworkAdapters/n1","RequestType":"Add","Settings":{"EndpointId":"e"}}`, computecore.E_NOTIMPL, "NICs"},
 		{"unknown path", `{"ResourcePath":"VirtualMachine/Devices/Floppy","RequestType":"Add"}`, computecore.E_INVALIDARG, "Floppy"},
 		{"mount an empty LUN", `{"GuestRequest":{"ResourceType":"MappedVirtualDisk","RequestType":"Add","Settings":{"ContainerPath":"C:\\m","Lun":9}}}`, errNotFound, "LUN 9"},
 		{"layers on no disk", `{"GuestRequest":{"ResourceType":"CombinedLayers","RequestType":"Add","Settings":{"ContainerRootPath":"C:\\m","Layers":[{"Id":"1","Path":"x"}]}}}`, computecore.E_PATH_NOT_FOUND, "no disk is mounted"},
@@ -494,6 +567,19 @@ func TestVMModify(t *testing.T) {
 				t.Errorf("error %v, want %v naming %q", err, tt.hr, tt.msg)
 			}
 		})
+	}
+	// The limits are the VM cgroup's: 96 MB of memory, and one processor at Limit 50000 (half
+	// of it) is half a CFS period.
+	s, err := e.lookup(wire.SystemRef{ID: "m@vm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, _ := s.cg.read("memory", "memory.limit_in_bytes")
+	quota, _ := s.cg.read("cpu", "cpu.cfs_quota_us")
+	shares, _ := s.cg.read("cpu", "cpu.shares")
+	s.mu.Unlock()
+	if mem != fmt.Sprint(96<<20) || quota != fmt.Sprint(cfsPeriodUs/2) || shares != "200" {
+		t.Errorf("VM cgroup: memory %s, quota %s, shares %s; want %d, %d, 200", mem, quota, shares, 96<<20, cfsPeriodUs/2)
 	}
 	// The guest sees the mapped share; the memory resize shows in Memory.
 	if code, out := runIn(t, e, "m@vm", `C:\workload\workload.exe pwd`); code != 0 || out == "" {

@@ -182,6 +182,11 @@ func (s *system) hostModifyLocked(req *schema2.ModifySettingRequest, settings []
 			return nil
 		}}, nil
 	}
+	if strings.HasPrefix(p, "VirtualMachine/Devices/NetworkAdapters/") {
+		// A VM has no network namespace of its own yet: containers in it join their HNS
+		// namespace directly (Container.Networking.Namespace).
+		return nil, errorf(computecore.E_NOTIMPL, "ResourcePath: %q: NICs in a utility VM are not emulated yet", p)
+	}
 	return nil, errorf(computecore.E_INVALIDARG, "ResourcePath: %q is not a resource of a utility VM the emulator knows", p)
 }
 
