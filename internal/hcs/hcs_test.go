@@ -386,19 +386,6 @@ func TestHostOSVersion(t *testing.T) {
 	}
 }
 
-func TestHostProcessorCount(t *testing.T) {
-	f := useFake(t)
-	f.service = `{"Properties":[{"LogicalProcessorCount":6,"LogicalProcessors":[{"LpIndex":1}]}]}`
-	n, err := f.client.HostProcessorCount(context.Background())
-	if err != nil || n != 6 {
-		t.Fatalf("HostProcessorCount = %d, %v; want 6", n, err)
-	}
-	f.service = `{"Properties":[{}]}`
-	if _, err := f.client.HostProcessorCount(context.Background()); !errdefs.IsUnavailable(err) {
-		t.Errorf("HostProcessorCount without a count: %v, want Unavailable", err)
-	}
-}
-
 func TestEnumerate(t *testing.T) {
 	f := useFake(t)
 	f.results["EnumerateComputeSystems"] = fakeResult{doc: `[{"Id":"a","SystemType":"Container","State":"Running"},{"Id":"b","State":"Created"}]`}

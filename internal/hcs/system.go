@@ -141,14 +141,16 @@ func (c *Client) EnumerateComputeSystems(ctx context.Context, q *schema2.SystemQ
 	return out, nil
 }
 
-// serviceProperties asks HcsGetServiceProperties for types and returns its answers, in order.
-func (c *Client) serviceProperties(ctx context.Context, types ...schema2.PropertyType) ([]json.RawMessage, error) {
+// HostOSVersion returns the host's Windows build, "major.minor.build.revision" (for example
+// "10.0.20348.1"), from the service properties (the emulator's --os-version), or on Windows,
+// when HCS does not say, from Windows itself.
+func (c *Client) HostOSVersion(ctx context.Context) (string, error) {
 	const opName = "GetServiceProperties"
 	api, err := c.apiFor(opName, "")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	q, _ := marshal(schema2.PropertyQuery{PropertyTypes: types})
+	q, _ := marshal(schema2.PropertyQuery{PropertyTypes: []schema2.PropertyType{schema2.PropertyTypeBasic}})
 	doc, err := bounded(ctx, opName, "", func() (string, error) {
 		doc, err := api.GetServiceProperties(q)
 		if err != nil {
@@ -158,24 +160,13 @@ func (c *Client) serviceProperties(ctx context.Context, types ...schema2.Propert
 	}, nil)
 	if err != nil {
 		c.dropIfDisconnected(api, err)
-		return nil, err
+		return "", err
 	}
 	var sp schema2.ServiceProperties
 	if err := json.Unmarshal([]byte(doc), &sp); err != nil {
-		return nil, &Error{Op: opName, Err: fmt.Errorf("decode service properties %.200q: %w", doc, err)}
+		return "", &Error{Op: opName, Err: fmt.Errorf("decode service properties %.200q: %w", doc, err)}
 	}
-	return sp.Properties, nil
-}
-
-// HostOSVersion returns the host's Windows build, "major.minor.build.revision" (for example
-// "10.0.20348.1"), from the service properties (the emulator's --os-version), or on Windows,
-// when HCS does not say, from Windows itself.
-func (c *Client) HostOSVersion(ctx context.Context) (string, error) {
-	props, err := c.serviceProperties(ctx, schema2.PropertyTypeBasic)
-	if err != nil {
-		return "", err
-	}
-	for _, raw := range props {
+	for _, raw := range sp.Properties {
 		var bi schema2.BasicInformation
 		if json.Unmarshal(raw, &bi) == nil && bi.OsVersion != "" {
 			return bi.OsVersion, nil
@@ -183,26 +174,9 @@ func (c *Client) HostOSVersion(ctx context.Context) (string, error) {
 	}
 	v, err := hostOSVersionFromOS()
 	if err != nil {
-		return "", &Error{Op: "GetServiceProperties", Err: fmt.Errorf("service properties carry no OS version: %w", err)}
+		return "", &Error{Op: opName, Err: fmt.Errorf("service properties carry no OS version: %w", err)}
 	}
 	return v, nil
-}
-
-// HostProcessorCount returns the host's logical processor count, from the service property
-// ProcessorTopology, as hcsshim reads it to clamp a utility VM's processors
-// (internal/processorinfo/host_information.go HostProcessorInfo).
-func (c *Client) HostProcessorCount(ctx context.Context) (uint32, error) {
-	props, err := c.serviceProperties(ctx, schema2.ServicePropertyTypeProcessorTopology)
-	if err != nil {
-		return 0, err
-	}
-	for _, raw := range props {
-		var pt schema2.ProcessorTopology
-		if json.Unmarshal(raw, &pt) == nil && pt.LogicalProcessorCount > 0 {
-			return pt.LogicalProcessorCount, nil
-		}
-	}
-	return 0, &Error{Op: "GetServiceProperties", Err: fmt.Errorf("the service answered no ProcessorTopology with a LogicalProcessorCount: %w", errdefs.ErrUnavailable)}
 }
 
 // ID returns the compute system's id.
