@@ -299,11 +299,12 @@ func TestLUNExhaustion(t *testing.T) {
 func TestFilesAndPipes(t *testing.T) {
 	ctx := context.Background()
 	vm, sys := startVM(t)
-	f, err := vm.AddFile(ctx, "/host/etc/config.ini", true)
+	file := filepath.FromSlash("/host/etc/config.ini")
+	f, err := vm.AddFile(ctx, file, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(f.GuestPath, `\config.ini`) || f.HostPath != "/host/etc" {
+	if !strings.HasSuffix(f.GuestPath, `\config.ini`) || f.HostPath != filepath.Dir(file) {
 		t.Errorf("file share %+v", f)
 	}
 	var share schema2.VirtualSmbShare
