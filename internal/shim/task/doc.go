@@ -1,7 +1,7 @@
 // Package task owns the lifecycle of a shim's tasks (Windows containers, process-isolated or
-// hosted in a Hyper-V pod's utility VM, and such a pod's sandbox) and
-// of their processes: the state machines, the locks that guard them, and the HCS calls and
-// events that go with each transition. The shim's task service (internal/shim) translates RPCs
+// hosted in a Hyper-V pod's utility VM, and such a pod's sandbox) and of their processes: the
+// state machines, the locks that guard them, and the HCS calls and events that go with each
+// transition. The shim's task service (internal/shim) translates RPCs
 // into calls of this package's methods (Task.Start, Task.Kill, Task.Delete, Process.Wait, …)
 // and never sees a lock or a state; the compiler keeps it out, as in containerd's runc shim,
 // whose task service never locks a process.
