@@ -145,7 +145,6 @@ type vmState struct {
 	dirs   map[string]*guestDir           // guest MappedDirectory, by lower-cased guest path
 	hosted map[string]*hostedRef          // live hosted containers, by id
 	sys    map[string]*system             // the same, their systems (to end them)
-	_      struct{}
 }
 
 type vsmbShare struct {
