@@ -123,7 +123,8 @@
 // (0x800700AA); shrinking memory below what the VM uses is E_INVALIDARG; a GuestRequest
 // ResourceType other than the three above is E_NOTIMPL. NICs (NetworkAdapters) are not emulated
 // yet (E_NOTIMPL at create and as a resource path): a hosted container joins its HNS namespace
-// through Container.Networking.Namespace, as a process-isolated one does.
+// through Container.Networking.Namespace, as a process-isolated one does, and processes of the
+// VM itself run in the daemon's network namespace.
 //
 // Hosted containers: HcsCreateComputeSystem(id, {SchemaVersion, Owner, HostingSystemId: <VM id>,
 // HostedSystem: {SchemaVersion, Container}}): the VM must exist (HCS_E_SYSTEM_NOT_FOUND) and run

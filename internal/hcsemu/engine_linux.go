@@ -684,6 +684,9 @@ func (s *system) basicLocked() schema2.Properties {
 		State:           s.state,
 		Stopped:         s.state == schema2.StateStopped,
 		HostingSystemId: s.doc.HostingSystemId,
+		// RuntimeId is the system's GUID (a VM's is what hcsshim caches after create); stable
+		// for this incarnation of the id.
+		RuntimeId: s.runtimeID(),
 	}
 	if p.Stopped {
 		p.ExitType = s.exit.ExitType
@@ -718,6 +721,8 @@ func (e *Engine) Properties(ctx context.Context, ref wire.SystemRef, query strin
 			props.Statistics = s.statisticsLocked()
 		case schema2.PropertyTypeProcessList:
 			props.ProcessList = s.processListLocked()
+		case schema2.PropertyTypeSystemGUID:
+			props.SystemGUID = s.runtimeID()
 		}
 	}
 	b, err := json.Marshal(props)

@@ -50,7 +50,18 @@ func newVMHost(cfg Config) *vmHost {
 	if h.memMB == 0 {
 		h.memMB = hostMemoryMB()
 	}
+	// What a dead daemon of this root left mounted for its VMs goes now (their inits died with
+	// it), not only when the next VM starts.
+	h.detachLeftovers()
 	return h
+}
+
+// detachLeftovers detaches whatever is mounted at the VM folder (lazily, the whole tree), then
+// removes the folder, which is then plain files.
+func (h *vmHost) detachLeftovers() {
+	for unix.Unmount(h.dir, unix.MNT_DETACH) == nil {
+	}
+	os.RemoveAll(h.dir)
 }
 
 // charge takes mb from the budget, or fails as a host without that much memory would.
@@ -82,11 +93,7 @@ func (h *vmHost) prepareDir() error {
 	if h.dirReady {
 		return nil
 	}
-	for unix.Unmount(h.dir, unix.MNT_DETACH) == nil {
-	}
-	if err := os.RemoveAll(h.dir); err != nil {
-		return err
-	}
+	h.detachLeftovers()
 	if err := os.MkdirAll(h.dir, 0o700); err != nil {
 		return err
 	}
@@ -138,7 +145,6 @@ type vmState struct {
 	dirs   map[string]*guestDir           // guest MappedDirectory, by lower-cased guest path
 	hosted map[string]*hostedRef          // live hosted containers, by id
 	sys    map[string]*system             // the same, their systems (to end them)
-	_      struct{}
 }
 
 type vsmbShare struct {
@@ -527,6 +533,10 @@ func (s *system) stopVMLocked(ctx context.Context, exitType schema2.Notification
 		}
 	}()
 }
+
+// runtimeID is the system's GUID: name-based on its id and instance, so a system re-created
+// with the same id has another.
+func (s *system) runtimeID() string { return nameToGUID(fmt.Sprintf("%s/%d", s.id, s.instance)) }
 
 // vmExitStatus is the Status of a VM's SystemExited: HCS_E_UNEXPECTED_EXIT for a crash.
 func vmExitStatus(exitType schema2.NotificationType) int32 {

@@ -239,6 +239,9 @@ func TestVMIsABoundary(t *testing.T) {
 		p.Memory.VirtualMachineMemory.AssignedMemory != 128<<20/4096 || p.Statistics == nil || p.GuestConnectionInfo == nil {
 		t.Errorf("properties: %s", props)
 	}
+	if p.RuntimeId == "" || !guidRe.MatchString(p.RuntimeId) {
+		t.Errorf("RuntimeId %q is not a GUID", p.RuntimeId)
+	}
 	if p.Statistics.Processor.TotalRuntime100ns == 0 {
 		t.Errorf("no CPU time accounted to the VM after running programs in it: %s", props)
 	}
