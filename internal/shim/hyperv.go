@@ -8,6 +8,7 @@ import (
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/layers"
 	"github.com/openhcs/runhcs/internal/oci"
 	"github.com/openhcs/runhcs/internal/shim/stdio"
@@ -19,7 +20,8 @@ import (
 // Hyper-V isolated pods, as hcsshim runs them (cmd/containerd-shim-runhcs-v1/pod.go): the
 // shim serves one pod (containerd starts one shim per io.kubernetes.cri.sandbox-id, start.go),
 // whose sandbox task (io.kubernetes.cri.container-type=sandbox) is its utility VM <pod id>@vm,
-// and whose containers (container-type=container, naming the sandbox) are hosted in that VM.
+// and whose containers (container-type=container, naming the sandbox) are hosted in that VM. A
+// Hyper-V task without those annotations gets a VM of its own (<task id>@vm).
 
 // CRI's container types (the io.kubernetes.cri.container-type annotation).
 const (
@@ -48,37 +50,19 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 		if other := s.hyperVSandbox(); other != nil {
 			return nil, fmt.Errorf("task %s: this shim already serves the Hyper-V pod %s: %w", req.ID, other.ID(), errdefs.ErrAlreadyExists)
 		}
-		pc, ok := s.deps.Host.(processorCounter)
-		if !ok {
-			return nil, fmt.Errorf("task %s: the host cannot report its processors: %w", req.ID, errdefs.ErrNotImplemented)
-		}
-		qctx, cancel := context.WithTimeout(ctx, task.HCSCallTimeout)
-		n, err := pc.HostProcessorCount(qctx)
-		cancel()
+		o, err := s.vmOptions(ctx, req.ID, spec, opts, chain)
 		if err != nil {
-			return nil, fmt.Errorf("task %s: host processors: %w", req.ID, err)
+			return nil, err
 		}
-		o, err := uvm.NewOptions(req.ID, oci.Owner, spec, opts, n)
-		if err != nil {
-			return nil, fmt.Errorf("task %s: %w", req.ID, err)
-		}
-		if o.BootLayer, err = uvm.FindBootLayer(chain.Parents); err != nil {
-			return nil, fmt.Errorf("task %s: %w", req.ID, err)
-		}
-		o.ScratchDisk = uvm.VMScratchDisk(chain.Scratch)
 		return task.CreateSandbox(ctx, s.deps, task.SandboxConfig{ID: req.ID, Bundle: req.Bundle, VM: o, Process: spec.Process, IO: io})
 	case containerTypeContainer:
 		sandbox, err := s.get(sandboxID)
 		if err != nil || sandbox.VM() == nil {
 			return nil, fmt.Errorf("task %s: annotation %s=%q: no Hyper-V pod sandbox of that id in this shim: %w", req.ID, oci.AnnotationSandboxID, sandboxID, errdefs.ErrFailedPrecondition)
 		}
-		doc, err := oci.ContainerDocument(spec, "pending-mount", chain.Parents)
+		doc, err := s.hostedDocument(req.ID, spec, chain)
 		if err != nil {
-			return nil, fmt.Errorf("task %s: %w", req.ID, err)
-		}
-		doc.Owner = oci.Owner
-		if _, err := oci.ProcessParameters(spec.Process, oci.Stdio{}); err != nil {
-			return nil, fmt.Errorf("task %s: %w", req.ID, err)
+			return nil, err
 		}
 		return task.Create(ctx, s.deps, task.Config{
 			ID:       req.ID,
@@ -90,10 +74,59 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 			Hosted:   &task.HostedConfig{VM: sandbox.VM(), ScratchDisk: uvm.ScratchDisk(chain.Scratch)},
 		})
 	}
-	// hcsshim runs a Hyper-V task outside a pod in a VM of its own (task_hcs.go
-	// newHcsStandaloneTask); this shim does not yet.
-	return nil, fmt.Errorf("task %s: Hyper-V isolation outside a pod (annotation %s=%q; want %q or %q) is not implemented: %w",
-		req.ID, oci.AnnotationContainerType, kind, containerTypeSandbox, containerTypeContainer, errdefs.ErrNotImplemented)
+	if kind != "" {
+		return nil, fmt.Errorf("task %s: annotation %s=%q: want %q or %q: %w",
+			req.ID, oci.AnnotationContainerType, kind, containerTypeSandbox, containerTypeContainer, errdefs.ErrInvalidArgument)
+	}
+	// Outside a pod (no CRI annotations: ctr, the Go client), the task gets a VM of its own,
+	// booted from its own image, as hcsshim's newHcsStandaloneTask does (task_hcs.go).
+	o, err := s.vmOptions(ctx, req.ID, spec, opts, chain)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := s.hostedDocument(req.ID, spec, chain)
+	if err != nil {
+		return nil, err
+	}
+	return task.CreateStandalone(ctx, s.deps, o, task.Config{ID: req.ID, Bundle: req.Bundle, Chain: chain, Document: doc, Process: spec.Process, IO: io}, uvm.ScratchDisk(chain.Scratch))
+}
+
+// vmOptions sizes the utility VM of the task id (<id>@vm) and finds its boot layer among the
+// task's layers.
+func (s *service) vmOptions(ctx context.Context, id string, spec *specs.Spec, opts *options.Options, chain *layers.Chain) (*uvm.Options, error) {
+	pc, ok := s.deps.Host.(processorCounter)
+	if !ok {
+		return nil, fmt.Errorf("task %s: the host cannot report its processors: %w", id, errdefs.ErrNotImplemented)
+	}
+	qctx, cancel := context.WithTimeout(ctx, task.HCSCallTimeout)
+	n, err := pc.HostProcessorCount(qctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("task %s: host processors: %w", id, err)
+	}
+	o, err := uvm.NewOptions(id, oci.Owner, spec, opts, n)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", id, err)
+	}
+	if o.BootLayer, err = uvm.FindBootLayer(chain.Parents); err != nil {
+		return nil, fmt.Errorf("task %s: %w", id, err)
+	}
+	o.ScratchDisk = uvm.VMScratchDisk(chain.Scratch)
+	return o, nil
+}
+
+// hostedDocument is the container document of a task to host in a utility VM (its storage,
+// mounts and pipes are filled in from the VM's shares by the task package).
+func (s *service) hostedDocument(id string, spec *specs.Spec, chain *layers.Chain) (*schema2.ComputeSystem, error) {
+	doc, err := oci.ContainerDocument(spec, "pending-mount", chain.Parents)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", id, err)
+	}
+	doc.Owner = oci.Owner
+	if _, err := oci.ProcessParameters(spec.Process, oci.Stdio{}); err != nil {
+		return nil, fmt.Errorf("task %s: %w", id, err)
+	}
+	return doc, nil
 }
 
 // hyperVSandbox returns the pod's sandbox task if this shim serves a Hyper-V pod.

@@ -336,3 +336,39 @@ func TestHyperVDiag(t *testing.T) {
 		t.Errorf("guest request %+v", mods[1].GuestRequest)
 	}
 }
+
+// TestHyperVStandalone: a Hyper-V task outside a pod gets a VM of its own (<id>@vm), booted from
+// its own image, with its container hosted in it; Delete ends both and leaves no state.
+func TestHyperVStandalone(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	pause, app1, _ := h.hvLayers()
+	req := h.hvBundle("c1", "container", app1, pause)
+	spec := testSpec()
+	req.Bundle = h.bundle("c1", spec).Bundle // no CRI annotations
+	p := h.createStart(req)
+	doc := h.host.system("c1").doc.(*schema2.ComputeSystem)
+	if doc.HostingSystemId != "c1@vm" || h.host.system("c1@vm") == nil {
+		t.Fatalf("hosting system %q; systems %v", doc.HostingSystemId, h.host.systems)
+	}
+	// The VM is in the task's state, for the delete action after a shim crash.
+	if b, err := os.ReadFile(filepath.Join(req.Bundle, "runhcs-state.json")); err != nil || !strings.Contains(string(b), `"vmId":"c1@vm"`) {
+		t.Errorf("state %s, %v: want the VM's id", b, err)
+	}
+	p.exit(0)
+	if _, err := h.svc.Wait(ctx, &taskapi.WaitRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.Delete(ctx, &taskapi.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	h.host.mu.Lock()
+	left := len(h.host.systems)
+	h.host.mu.Unlock()
+	if left != 0 {
+		t.Errorf("systems left after delete: %v", h.host.systems)
+	}
+	if _, err := os.Stat(filepath.Join(req.Bundle, "runhcs-state.json")); !os.IsNotExist(err) {
+		t.Errorf("state left: %v", err)
+	}
+}

@@ -198,7 +198,7 @@ func FindBootLayer(parents []string) (string, error) {
 		}
 		return p, nil
 	}
-	return "", fmt.Errorf("none of the sandbox image's %d layers has a %s folder: a Hyper-V pod boots its utility VM from the pause image's: %w", len(parents), utilityVMDir, errdefs.ErrFailedPrecondition)
+	return "", fmt.Errorf("none of the image's %d layers has a %s folder: a Hyper-V utility VM boots from the uppermost layer with one (a pod's, from its pause image's): %w", len(parents), utilityVMDir, errdefs.ErrFailedPrecondition)
 }
 
 // splitWindows splits a Windows relative path (\a\b) into its elements.

@@ -33,6 +33,8 @@ type bundleState struct {
 	// InitPid is the init process's pid once it started, so that the delete action reports the
 	// exit of that pid (as runc's shim does) rather than of pid 0.
 	InitPid uint32 `json:"initPid,omitempty"`
+	// VMID is the utility VM a standalone Hyper-V task owns (uvm.go), ended with it.
+	VMID string `json:"vmId,omitempty"`
 	// Namespace is the HNS namespace the shim made for the task's endpoint list, and
 	// Endpoints those endpoints (network.go); empty when CRI made the namespace.
 	Namespace string   `json:"namespace,omitempty"`
@@ -201,6 +203,12 @@ func Cleanup(ctx context.Context, deps Deps, id, bundle string) (initPid uint32,
 		}
 		r.chain = st.Layers
 		r.namespace, r.endpoints = st.Namespace, st.Endpoints
+		if st.VMID != "" {
+			vmID := st.VMID
+			r.vmRelease = []func(context.Context) error{func(ctx context.Context) error {
+				return terminateSystem(ctx, deps.Host, nil, vmID)
+			}}
+		}
 		initPid = st.InitPid
 	} else if spec, err := ReadSpec(bundle); err == nil && spec.Windows != nil {
 		// No state: a shim from before the state existed, or one that died before writing it.

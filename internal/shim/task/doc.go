@@ -30,7 +30,8 @@
 //     utility VM (internal/uvm) and no container (its init "process" is the VM's life; kill
 //     stops the VM); containers hosted in that VM, whose layers, scratch, mounts and pipes
 //     are borrowed from it and given back in reverse order on release, and which never stop
-//     it; and the VM's exit, which ends every process of the pod with one TaskExit each.
+//     it; a Hyper-V task outside a pod, which owns a VM of its own (stopped last on release);
+//     and the VM's exit, which ends every process of the pod with one TaskExit each.
 //   - signals.go: what a signal means for a Windows process.
 //   - types.go: the small interfaces it needs (Host, System, HCSProcess, Mounter, Events, HNS) and
 //     Deps, what a task is given instead of a pointer to the service.

@@ -89,6 +89,9 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 	state := &bundleState{SystemID: c.ID, Layers: c.Chain}
 	if c.Hosted != nil {
 		state.Layers = nil // shared into the VM, not mounted on the host: they go with it
+		if c.Hosted.OwnsVM {
+			state.VMID = c.Hosted.VM.ID()
+		}
 	}
 	if err := writeState(c.Bundle, state); err != nil {
 		return nil, err

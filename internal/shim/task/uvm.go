@@ -75,11 +75,50 @@ func (t *Task) VM() *uvm.VM {
 	return nil
 }
 
+// CreateStandalone creates a Hyper-V isolated task outside a pod: a utility VM of its own, booted
+// from its own image (vm), with its container hosted in it, as hcsshim's newHcsStandaloneTask
+// does (task_hcs.go). The task owns the VM: it is stopped when the task is released (Delete),
+// and a crash of the VM ends the task like any hosted container's. On failure nothing is left.
+func CreateStandalone(ctx context.Context, deps Deps, vm *uvm.Options, c Config, scratchDisk string) (*Task, error) {
+	cctx, cancel := context.WithTimeout(ctx, CreateTimeout)
+	// The VM's id is in the task's state only once Create writes it; a crash before that leaves
+	// the VM to HCS, which ends it with the shim's handle (ShouldTerminateOnLastHandleClosed).
+	v, err := uvm.Create(cctx, &uvmHost{h: deps.Host}, vm)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("task %s: %w", c.ID, err)
+	}
+	err = v.Start(cctx)
+	cancel()
+	if err == nil {
+		c.Hosted = &HostedConfig{VM: v, ScratchDisk: scratchDisk, OwnsVM: true}
+		t, cerr := Create(ctx, deps, c)
+		if cerr == nil {
+			return t, nil
+		}
+		err = cerr
+	} else {
+		err = fmt.Errorf("task %s: %w", c.ID, err)
+	}
+	// Create released what it made but the VM unless it got as far as owning it; ending a VM
+	// twice is fine.
+	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), HCSCallTimeout)
+	defer ucancel()
+	if terr := v.Terminate(uctx); terr != nil {
+		log.G(ctx).WithError(terr).WithField("task", c.ID).Error("undo failed create: terminate its utility VM")
+	}
+	_ = v.Close()
+	return nil, err
+}
+
 // HostedConfig places a workload container in its pod's utility VM.
 type HostedConfig struct {
 	VM *uvm.VM
 	// ScratchDisk is the container's scratch disk, attached over SCSI.
 	ScratchDisk string
+	// OwnsVM says the task owns the VM (a standalone Hyper-V task, CreateStandalone): it is
+	// recorded in the task's state and stopped last when the task is released.
+	OwnsVM bool
 }
 
 // createHosted is Create for a container hosted in a utility VM: its layers are shared into the
@@ -90,6 +129,15 @@ type HostedConfig struct {
 // when the task is (acquired.vmRelease), and the VM is left running.
 func createHosted(ctx context.Context, deps Deps, c Config, acquired *resources) (System, error) {
 	vm := c.Hosted.VM
+	if c.Hosted.OwnsVM {
+		// First acquired, so released last (release runs vmRelease in reverse).
+		acquired.vmRelease = append(acquired.vmRelease, releaseOnce(func(ctx context.Context) error {
+			if err := vm.Terminate(ctx); err != nil {
+				return err
+			}
+			return vm.Close()
+		}))
+	}
 	st, err := vm.MountLayers(ctx, c.Chain.Parents, c.Hosted.ScratchDisk)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", c.ID, err)
