@@ -241,6 +241,33 @@ func TestHyperV(t *testing.T) {
 		deleteTask(ctx, t, sandbox)
 	})
 
+	t.Run("a Hyper-V task outside a pod has a VM of its own", func(t *testing.T) {
+		noneLeft := func() {
+			t.Helper()
+			systems, err := env.ComputeSystems(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range systems {
+				if strings.HasPrefix(s.Id, "hv-alone") {
+					t.Errorf("compute system %s (%s) left", s.Id, s.SystemType)
+				}
+			}
+		}
+		tk, err := env.StartTask(ctx, t, harness.TaskRun{ID: "hv-alone", Image: pause, Args: workload("echo", "alone"), RuntimeOptions: hv})
+		if err != nil {
+			noneLeft() // a failed create leaves neither the container nor its VM
+			scratchGap(t, err)
+			t.Fatal(err)
+		}
+		code, err := waitExit(t, "hv-alone", tk.Exit, 2*time.Minute)
+		if err != nil || code != 0 || tk.Stdout() != "alone\n" {
+			t.Errorf("exit %d, %v, output %q", code, err, tk.Stdout())
+		}
+		deleteTask(ctx, t, tk)
+		noneLeft()
+	})
+
 	t.Run("the older image under process isolation fails", func(t *testing.T) {
 		_, err := env.StartTask(ctx, t, harness.TaskRun{ID: "proc-2019", Image: ltsc2019, Args: workload("echo", "never")})
 		if err == nil || !strings.Contains(err.Error(), "0x80370101") {
