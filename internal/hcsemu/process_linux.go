@@ -277,9 +277,7 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 	}
 
 	attr := &os.ProcAttr{Dir: cwd, Env: env, Files: childFiles[:], Sys: sys}
-	osp, err := s.e.sp.spawnIn(s.cg, s.netns, s.vmNamespacesLocked(), func() (*os.Process, error) {
-		return os.StartProcess(exe.LinuxPath, argv, attr)
-	})
+	osp, err := s.e.sp.spawnIn(s.cg, s.netns, s.vmNamespacesLocked(), exe.LinuxPath, argv, attr)
 	if err != nil {
 		return nil, nil, errorf(startErrorHRESULT(err), "start %q (%s) in compute system %q: %v", program, exe.WindowsPath, s.id, err)
 	}

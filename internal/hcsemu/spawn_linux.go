@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"syscall"
 
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
@@ -17,8 +18,15 @@ import (
 //     Pdeathsig mean "the daemon died".
 //   - cgroups: the thread moves into the system's cgroups before forking, so the child starts
 //     inside them (cgroup v1 has no CLONE_INTO_CGROUP) and cannot fork out of reach of limits
-//     or of the kill that ends the system (the freezer); then it moves back. The memory group is
-//     joined just after the start instead (see threadControllers).
+//     or of the kill that ends the system (the freezer); then it moves back. The memory group
+//     cannot be joined that way (see threadControllers), so a process of a system with groups
+//     starts traced (PTRACE_TRACEME) and stops at its exec, before its first instruction; the
+//     spawner moves it into the memory group and only then lets it run (resume). Windows does
+//     the same with a job object: HCS creates the process suspended, assigns it and resumes it.
+//     Without this, on a loaded machine the process allocated outside its memory limit and its
+//     statistics until the move (measured: 29 MiB of a 64 MiB allocation missing).
+//   - ptrace: the tracer of a process started traced is the thread that forked it, so only this
+//     thread can release it.
 type spawner struct {
 	reqs chan spawnRequest
 }
@@ -27,7 +35,9 @@ type spawnRequest struct {
 	cg    *cgroup
 	netns *os.File      // the network namespace to start in; nil: the daemon's
 	vm    *vmNamespaces // a utility VM's namespaces to start in (vminit_linux.go); nil: none
-	start func() (*os.Process, error)
+	name  string
+	argv  []string
+	attr  *os.ProcAttr
 	done  chan spawnResult
 }
 
@@ -74,42 +84,91 @@ func (s *spawner) loop(ready chan<- struct{}) {
 			req.done <- spawnResult{p: p, err: err}
 			continue
 		}
-		entered := false
-		if req.cg != nil {
-			if err := req.cg.enterThread(tid); err != nil {
-				log.L.WithError(err).Warn("hcsemu: cannot start the process inside its cgroups; moving it after start")
-			} else {
-				entered = true
-			}
-		}
-		p, err := req.start()
-		if entered {
-			req.cg.leaveThread(tid)
-		}
-		if err == nil && req.cg != nil {
-			controllers := []string{"memory"}
-			if !entered {
-				controllers = cgroupControllers
-			}
-			if aerr := req.cg.addProcess(p.Pid, controllers...); aerr != nil {
-				log.L.WithError(aerr).WithField("pid", p.Pid).Warn("hcsemu: cannot move the process into its cgroups")
-			}
-		}
+		p, err := startInGroups(req, tid)
 		req.done <- spawnResult{p: p, err: err}
 	}
 }
 
-// spawn runs start on the spawner thread, inside cg's groups when cg is not nil and in the
-// network namespace netns when it is not nil: the child is forked from that thread and so
-// starts in both.
-func (s *spawner) spawn(cg *cgroup, netns *os.File, start func() (*os.Process, error)) (*os.Process, error) {
-	return s.spawnIn(cg, netns, nil, start)
+// startInGroups starts req on the spawner thread (tid) inside req.cg's groups: the thread enters
+// them and forks; the child stops at its exec until it has joined its memory group too.
+func startInGroups(req spawnRequest, tid int) (*os.Process, error) {
+	entered := false
+	if req.cg != nil {
+		if err := req.cg.enterThread(tid); err != nil {
+			log.L.WithError(err).Warn("hcsemu: cannot start the process inside its cgroups; moving it after start")
+		} else {
+			entered = true
+		}
+	}
+	attr := req.attr
+	if req.cg != nil {
+		copied := *attr
+		sys := syscall.SysProcAttr{}
+		if attr.Sys != nil {
+			sys = *attr.Sys
+		}
+		sys.Ptrace = true
+		copied.Sys = &sys
+		attr = &copied
+	}
+	p, err := os.StartProcess(req.name, req.argv, attr)
+	if entered {
+		req.cg.leaveThread(tid)
+	}
+	if err == nil && req.cg != nil {
+		controllers := []string{"memory"}
+		if !entered {
+			controllers = cgroupControllers
+		}
+		err = joinAndResume(p, req.cg, controllers)
+	}
+	return p, err
+}
+
+// joinAndResume moves p, stopped at its exec, into the groups of controllers and lets it run.
+// It must run on the thread that started p. If p cannot join its groups it is killed: a
+// process outside its limits is not what the caller asked for.
+func joinAndResume(p *os.Process, cg *cgroup, controllers []string) error {
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(p.Pid, &ws, unix.WALL, nil); err != nil {
+		p.Kill()
+		return fmt.Errorf("wait for process %d to stop at its start: %w", p.Pid, err)
+	}
+	if !ws.Stopped() {
+		// Killed before it ran (the wait has reaped it); nothing is left to clean up.
+		return fmt.Errorf("process %d ended before it started: %v", p.Pid, describeWait(ws))
+	}
+	if err := cg.addProcess(p.Pid, controllers...); err != nil {
+		p.Kill()
+		unix.PtraceDetach(p.Pid)
+		return fmt.Errorf("move process %d into its cgroups: %w", p.Pid, err)
+	}
+	// Detaching with no signal resumes it and discards the SIGTRAP of its exec.
+	if err := unix.PtraceDetach(p.Pid); err != nil {
+		p.Kill()
+		return fmt.Errorf("resume process %d: %w", p.Pid, err)
+	}
+	return nil
+}
+
+func describeWait(ws unix.WaitStatus) string {
+	if ws.Signaled() {
+		return "signal " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exit code %d", ws.ExitStatus())
+}
+
+// spawn starts name (os.StartProcess) on the spawner thread, inside cg's groups when cg is not
+// nil and in the network namespace netns when it is not nil: the child is forked from that
+// thread and so starts in both, and runs its first instruction only once it is in every group.
+func (s *spawner) spawn(cg *cgroup, netns *os.File, name string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
+	return s.spawnIn(cg, netns, nil, name, argv, attr)
 }
 
 // spawnIn is spawn inside a utility VM's namespaces too, when vm is not nil.
-func (s *spawner) spawnIn(cg *cgroup, netns *os.File, vm *vmNamespaces, start func() (*os.Process, error)) (*os.Process, error) {
+func (s *spawner) spawnIn(cg *cgroup, netns *os.File, vm *vmNamespaces, name string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
 	done := make(chan spawnResult, 1)
-	s.reqs <- spawnRequest{cg: cg, netns: netns, vm: vm, start: start, done: done}
+	s.reqs <- spawnRequest{cg: cg, netns: netns, vm: vm, name: name, argv: argv, attr: attr, done: done}
 	r := <-done
 	return r.p, r.err
 }

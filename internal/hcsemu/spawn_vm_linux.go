@@ -72,26 +72,5 @@ func (s *spawner) spawnInVM(req spawnRequest, home *homeNamespaces, homeErr erro
 	if err := setnsAll(in); err != nil {
 		return nil, fmt.Errorf("enter the VM: %w", err)
 	}
-	entered := false
-	if req.cg != nil {
-		if err := req.cg.enterThread(tid); err != nil {
-			log.L.WithError(err).Warn("hcsemu: cannot start the process inside its cgroups; moving it after start")
-		} else {
-			entered = true
-		}
-	}
-	p, err := req.start()
-	if entered {
-		req.cg.leaveThread(tid)
-	}
-	if err == nil && req.cg != nil {
-		controllers := []string{"memory"}
-		if !entered {
-			controllers = cgroupControllers
-		}
-		if aerr := req.cg.addProcess(p.Pid, controllers...); aerr != nil {
-			log.L.WithError(aerr).WithField("pid", p.Pid).Warn("hcsemu: cannot move the process into its cgroups")
-		}
-	}
-	return p, err
+	return startInGroups(req, tid)
 }

@@ -406,9 +406,7 @@ func (s *system) bootInitLocked(ctx context.Context) error {
 			Setpgid:    true,
 		},
 	}
-	p, err := s.e.sp.spawn(s.cg, nil, func() (*os.Process, error) {
-		return os.StartProcess(self, []string{"hcsemu-vm-init"}, attr)
-	})
+	p, err := s.e.sp.spawn(s.cg, nil, self, []string{"hcsemu-vm-init"}, attr)
 	w.Close()
 	if err != nil {
 		return errorf(computecore.E_FAIL, "start of VM %q: start its init: %v", s.id, err)

@@ -258,8 +258,17 @@ func TestVMIsABoundary(t *testing.T) {
 // hostContainer adds what a container in the VM needs, as hcsshim's HCS-mediated path does: a
 // VSMB share of the layer, a scratch disk on LUN 1 mounted in the guest, the layers combined on
 // it, and the hosted system.
-func hostContainer(t *testing.T, e *Engine, vmID, id, layer string, sub Subscriber) error {
+// The scratch is a folder with Files/ and its sandbox.vhdx naming the folder as its file
+// system, as the Linux snapshotter makes them; it returns the folder.
+func hostContainer(t *testing.T, e *Engine, vmID, id, layer string, sub Subscriber) (string, error) {
 	t.Helper()
+	scratch := t.TempDir()
+	if err := os.Mkdir(filepath.Join(scratch, "Files"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(scratch, ScratchDisk), wire.EncodeVHDX(20<<30, "."), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	share := "s" + strings.ReplaceAll(id, "-", "")
 	if err := modify(e, vmID, schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeAdd,
 		Settings: schema2.VirtualSmbShare{Name: share, Path: layer, Options: &schema2.VirtualSmbShareOptions{ReadOnly: true}}}); err != nil {
@@ -268,7 +277,7 @@ func hostContainer(t *testing.T, e *Engine, vmID, id, layer string, sub Subscrib
 	mount := `C:\mounts\scsi\` + id
 	lun := 1 + len(e.systems)
 	if err := modify(e, vmID, schema2.ModifySettingRequest{ResourcePath: fmt.Sprintf(schema2.ResourcePathSCSIFormat, ctrl0, lun), RequestType: schema2.RequestTypeAdd,
-		Settings:     schema2.Attachment{Type: "VirtualDisk", Path: newDisk(t)},
+		Settings:     schema2.Attachment{Type: "VirtualDisk", Path: filepath.Join(scratch, ScratchDisk)},
 		GuestRequest: schema2.GuestModifySettingRequest{ResourceType: schema2.ResourceTypeMappedVirtualDisk, RequestType: schema2.RequestTypeAdd, Settings: schema2.MappedVirtualDisk{ContainerPath: mount, Lun: uint8(lun)}}}); err != nil {
 		t.Fatalf("attach scratch: %v", err)
 	}
@@ -280,9 +289,9 @@ func hostContainer(t *testing.T, e *Engine, vmID, id, layer string, sub Subscrib
 	doc, _ := json.Marshal(schema2.ComputeSystem{Owner: "test", SchemaVersion: &schema2.SchemaV21, HostingSystemId: vmID,
 		HostedSystem: schema2.HostedSystem{SchemaVersion: &schema2.SchemaV21, Container: &schema2.Container{Storage: &schema2.Storage{Path: mount, Layers: layers}}}})
 	if _, err := e.CreateSystem(context.Background(), id, string(doc), sub); err != nil {
-		return err
+		return scratch, err
 	}
-	return e.Start(context.Background(), wire.SystemRef{ID: id}, "")
+	return scratch, e.Start(context.Background(), wire.SystemRef{ID: id}, "")
 }
 
 func TestHostedContainersAndCrash(t *testing.T) {
@@ -290,7 +299,8 @@ func TestHostedContainersAndCrash(t *testing.T) {
 	vmSub, _ := startVM(t, e, "p@vm", "10.0.20348.1", 128)
 	older := newLayer(t, "10.0.17763.1", false)
 	cSub := newRecorder()
-	if err := hostContainer(t, e, "p@vm", "c1", older, cSub); err != nil {
+	scratch, err := hostContainer(t, e, "p@vm", "c1", older, cSub)
+	if err != nil {
 		t.Fatalf("hosted container of an older image: %v", err)
 	}
 	// It runs in the VM, and the VM's memory bounds it. (A container ends with its last process:
@@ -301,6 +311,13 @@ func TestHostedContainersAndCrash(t *testing.T) {
 	}
 	if code, out := runIn(t, e, "c1", `C:\workload\workload.exe alloc 256`); code == 0 || strings.Contains(out, "allocated") {
 		t.Errorf("alloc 256 in a container of a 128 MB VM: exit %d, %q; want it killed", code, out)
+	}
+	// What it writes lands in its scratch, the disk attached on SCSI.
+	if code, _ := runIn(t, e, "c1", `C:\workload\workload.exe write C:\out\x.txt written`); code != 0 {
+		t.Errorf("write in the hosted container: exit %d", code)
+	}
+	if b, err := os.ReadFile(filepath.Join(scratch, "Files", "out", "x.txt")); err != nil || string(b) != "written" {
+		t.Errorf("the container's write is not in its scratch: %q, %v", b, err)
 	}
 	// The VM's process list holds the container's processes (its PID namespace is the VM's)
 	// and nothing of the host.
@@ -365,14 +382,14 @@ func TestHostedContainersAndCrash(t *testing.T) {
 	}
 
 	// What the container uses cannot be removed under it.
-	err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeRemove, Settings: map[string]string{"Name": "sc1"}})
+	err = modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeRemove, Settings: map[string]string{"Name": "sc1"}})
 	if !errors.Is(err, errBusy) {
 		t.Errorf("removing a share in use: %v, want ERROR_BUSY", err)
 	}
 
 	// A newer image than the VM's does not run in it.
 	newer := newLayer(t, "10.0.26100.1", false)
-	if err := hostContainer(t, e, "p@vm", "c2", newer, newRecorder()); !errors.Is(err, computecore.HCS_E_IMAGE_MISMATCH) {
+	if _, err := hostContainer(t, e, "p@vm", "c2", newer, newRecorder()); !errors.Is(err, computecore.HCS_E_IMAGE_MISMATCH) {
 		t.Errorf("hosted container of a newer image: %v, want HCS_E_IMAGE_MISMATCH", err)
 	}
 

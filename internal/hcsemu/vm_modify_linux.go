@@ -420,7 +420,10 @@ func (s *system) guestDiskLocked(rt schema2.RequestType, m *schema2.MappedVirtua
 	if _, dup := vm.mounts[key]; dup {
 		return errorf(errAlreadyExists, "%s.ContainerPath: %q: a disk is already mounted there", f, m.ContainerPath)
 	}
-	fsDir := d.att.Path + vhdxFSSuffix
+	fsDir, err := vhdxFileSystem(d.att.Path)
+	if err != nil {
+		return prefixField(err, f+".Lun: ")
+	}
 	for _, sub := range []string{"Files", "work"} {
 		if err := os.MkdirAll(filepath.Join(fsDir, sub), 0o755); err != nil {
 			return errorf(computecore.E_FAIL, "%s.Lun: the file system of %q: %v", f, d.att.Path, err)
