@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -278,7 +279,7 @@ func TestHyperV(t *testing.T) {
 		deleteTask(ctx, t, tk)
 	})
 
-	t.Run("shimdiag exec lists the VM's processes", func(t *testing.T) {
+	t.Run("shimdiag exec lists the VM's processes, share adds a folder", func(t *testing.T) {
 		shimdiag := buildShimdiag(ctx, t)
 		sandbox := startPod(t, "hv-diag", nil)
 		// A container of the pod runs in the VM: its process shows in the VM's list.
@@ -317,6 +318,30 @@ func TestHyperV(t *testing.T) {
 			t.Errorf("the VM's process list lacks the pod's container process %s:\n%s", image.WorkloadPath, out)
 		}
 		deleteTask(ctx, t, sleeper)
+
+		// shimdiag share: a host folder appears in the VM at the path asked for.
+		host := t.TempDir()
+		if err := os.WriteFile(filepath.Join(host, "hello.txt"), []byte("shared from the host"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		diag := func(args ...string) (string, error) {
+			var stdout, stderr bytes.Buffer
+			cmd := exec.CommandContext(ctx, shimdiag, args...)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if err != nil {
+				err = fmt.Errorf("shimdiag %s: %w\nstderr: %s", strings.Join(args, " "), err, stderr.String())
+			}
+			return stdout.String(), err
+		}
+		address := strings.TrimSpace(string(b))
+		if _, err := diag("share", "--readonly", address, host, `C:\hostshare`); err != nil {
+			t.Fatal(err)
+		}
+		got, err := diag("exec", "--timeout", "2m", address, `C:\Windows\System32\workload.exe`, "read", `C:\hostshare\hello.txt`)
+		if err != nil || got != "shared from the host" {
+			t.Errorf("the shared file read in the VM: %q, %v", got, err)
+		}
 		deleteTask(ctx, t, sandbox)
 	})
 
