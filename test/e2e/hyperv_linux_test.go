@@ -13,11 +13,14 @@ import (
 	"time"
 
 	apievents "github.com/containerd/containerd/api/events"
+	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/typeurl/v2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/openhcs/runhcs/internal/hcsemu/client"
 	"github.com/openhcs/runhcs/protocols/options"
+	"github.com/openhcs/runhcs/protocols/stats"
 	"github.com/openhcs/runhcs/test/e2e/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
@@ -343,6 +346,37 @@ func TestHyperV(t *testing.T) {
 			t.Errorf("the shared file read in the VM: %q, %v", got, err)
 		}
 		deleteTask(ctx, t, sandbox)
+	})
+
+	t.Run("the sandbox's stats are the VM's, and its update resizes the VM", func(t *testing.T) {
+		sandbox := startPod(t, "hv-stats", nil)
+		assigned := func() uint64 {
+			t.Helper()
+			m, err := sandbox.Task.Metrics(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := typeurl.UnmarshalAny(m.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, ok := v.(*stats.Statistics)
+			if !ok || st.GetVm() == nil {
+				t.Fatalf("sandbox metrics %T %v: want containerd.runhcs.stats.v1.Statistics with a vm part", v, v)
+			}
+			return st.GetVm().GetMemory().GetVmMemory().GetAssignedMemory()
+		}
+		// AssignedMemory is in 4 KiB pages (hcsshim's stats.go).
+		if got := assigned(); got != 1024<<20/4096 {
+			t.Errorf("assigned memory %d pages, want 1024 MB's", got)
+		}
+		limit := uint64(2048 << 20)
+		if err := sandbox.Task.Update(ctx, containerd.WithResources(&specs.WindowsResources{Memory: &specs.WindowsMemoryResources{Limit: &limit}})); err != nil {
+			t.Fatal(err)
+		}
+		if got := assigned(); got != 2048<<20/4096 {
+			t.Errorf("assigned memory %d pages after the update, want 2048 MB's", got)
+		}
 	})
 
 	crash := func(t *testing.T, pod string, containers ...string) {
