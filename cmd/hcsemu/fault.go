@@ -29,7 +29,10 @@ signal-process, process-properties, modify-process, service-properties, or any w
   fail OP --hresult 0x… [--count N] fail the next N calls of OP (every call if N is 0) with
                                     the HRESULT, without running them
   crash SYSTEM_ID                   stop the compute system with an UnexpectedExit notification;
-                                    its processes are killed
+                                    its processes are killed (a VM: everything in it too)
+  vm VM_ID [--boot-delay DUR] [--guest-hresult 0x…]
+                                    slow the boot of utility VM VM_ID ("*": every VM), and fail
+                                    its guest connection with the HRESULT; no flags clear them
   disconnect                        drop every other client connection of the daemon
   delay DUR                         make every call wait DUR first (0 ends it)
   list                              print the faults active
@@ -59,6 +62,8 @@ func fault(args []string, stdout, stderr io.Writer) int {
 	forDur := vfs.Duration("for", 0, "stall: release by itself after this long")
 	hresult := vfs.String("hresult", "", "fail: the HRESULT, e.g. 0x80370109")
 	count := vfs.Int("count", 0, "fail: how many calls fail (0: every call)")
+	bootDelay := vfs.Duration("boot-delay", 0, "vm: how long the VM's start waits before it boots")
+	guestHR := vfs.String("guest-hresult", "", "vm: fail the VM's guest connection with this HRESULT, e.g. 0x80370109")
 	// Flags may come before or after the positional args.
 	var pos []string
 	for {
@@ -80,7 +85,7 @@ func fault(args []string, stdout, stderr io.Writer) int {
 	}
 	want := map[string][2]int{ // verb: min and max positional args
 		"stall": {1, 1}, "release": {0, 1}, "fail": {1, 1}, "crash": {1, 1},
-		"disconnect": {0, 0}, "delay": {1, 1}, "list": {0, 0}, "clear": {0, 0},
+		"disconnect": {0, 0}, "delay": {1, 1}, "list": {0, 0}, "clear": {0, 0}, "vm": {1, 1},
 	}
 	n, ok := want[verb]
 	if !ok {
@@ -99,6 +104,13 @@ func fault(args []string, stdout, stderr io.Writer) int {
 		v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(*hresult), "0x"), 16, 32)
 		if err != nil {
 			return usage("--hresult %q is not a hexadecimal HRESULT", *hresult)
+		}
+		hr = computecore.HRESULT(v)
+	}
+	if verb == "vm" && *guestHR != "" {
+		v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(*guestHR), "0x"), 16, 32)
+		if err != nil {
+			return usage("--guest-hresult %q is not a hexadecimal HRESULT", *guestHR)
 		}
 		hr = computecore.HRESULT(v)
 	}
@@ -138,6 +150,8 @@ func fault(args []string, stdout, stderr io.Writer) int {
 		r, err = f.List()
 	case "clear":
 		r, err = f.Clear()
+	case "vm":
+		r, err = f.VM(pos[0], *bootDelay, hr)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "hcsemu fault %s: %v\n", verb, err)
@@ -149,7 +163,7 @@ func fault(args []string, stdout, stderr io.Writer) int {
 
 // printFaults prints the active faults, one a line.
 func printFaults(w io.Writer, r wire.FaultListReply) {
-	if len(r.Stalls) == 0 && len(r.Fails) == 0 && r.DelayMs == 0 {
+	if len(r.Stalls) == 0 && len(r.Fails) == 0 && r.DelayMs == 0 && len(r.VMs) == 0 {
 		fmt.Fprintln(w, "no faults")
 		return
 	}
@@ -169,5 +183,12 @@ func printFaults(w io.Writer, r wire.FaultListReply) {
 	}
 	if r.DelayMs > 0 {
 		fmt.Fprintf(w, "delay %v on every call\n", time.Duration(r.DelayMs)*time.Millisecond)
+	}
+	for _, v := range r.VMs {
+		fmt.Fprintf(w, "vm %s: boot delay %v", v.System, time.Duration(v.BootDelayMs)*time.Millisecond)
+		if v.GuestHResult != 0 {
+			fmt.Fprintf(w, ", guest connection fails with %v", v.GuestHResult)
+		}
+		fmt.Fprintln(w)
 	}
 }

@@ -35,6 +35,8 @@ func TestFaultUsage(t *testing.T) {
 		{[]string{"--address", sock, "fail", "start", "--hresult", "zz"}, `--hresult "zz" is not`},
 		{[]string{"--address", sock, "delay", "soon"}, "invalid duration"},
 		{[]string{"--address", sock, "list", "extra"}, "wrong number of arguments"},
+		{[]string{"--address", sock, "vm"}, "wrong number of arguments"},
+		{[]string{"--address", sock, "vm", "x", "--guest-hresult", "zz"}, `--guest-hresult "zz" is not`},
 	} {
 		code, _, stderr := runFault(tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
@@ -96,6 +98,9 @@ func TestFaultCommand(t *testing.T) {
 		{[]string{"crash", "nonexistent"}, 1, `"nonexistent" not found`},
 		{[]string{"stall", "bogus"}, 1, `unknown operation "bogus"`},
 		{[]string{"disconnect"}, 0, "delay 250ms"},
+		{[]string{"vm", "*", "--boot-delay", "2s", "--guest-hresult", "0x80370109"}, 0, "vm *: boot delay 2s, guest connection fails with HCS_E_CONNECTION_TIMEOUT (0x80370109)"},
+		{[]string{"vm", "p@vm", "--guest-hresult", "0x1"}, 1, "is not a failure"},
+		{[]string{"vm", "x@vm", "--boot-delay", "1s"}, 0, "vm x@vm: boot delay 1s"},
 		{[]string{"clear"}, 0, "no faults"},
 		{[]string{"list"}, 0, "no faults"},
 	}

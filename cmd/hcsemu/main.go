@@ -10,7 +10,7 @@
 // terminates every compute system (killing their processes and removing their cgroups) and
 // exits 0, having removed every HNS network, endpoint and namespace.
 //
-//	hcsemu --address /run/hcsemu/hcsemu.sock [--tcp-address 127.0.0.1:0 --tcp-key-file KEY [--tcp-address-file FILE]]
+//	hcsemu --address /run/hcsemu/hcsemu.sock [--os-version V] [--host-memory-mb N] [--host-processors N] [--tcp-address 127.0.0.1:0 --tcp-key-file KEY [--tcp-address-file FILE]]
 //
 // `hcsemu hostns --root ROOT -- PROGRAM ARGS…` runs a program in the emulated Windows host's
 // network namespace of the daemon using ROOT (where HNS networks are bridges with their
@@ -46,6 +46,8 @@ func main() {
 		address   = flag.String("address", wire.DefaultAddress, "unix socket to serve on")
 		root      = flag.String("root", "/var/lib/hcsemu", "folder for the emulator's state")
 		osVersion = flag.String("os-version", hcsemu.DefaultOSVersion, "the emulated host's Windows build (major.minor.build.revision)")
+		hostMem   = flag.Uint64("host-memory-mb", 0, "the emulated host's memory for utility VMs, in MB; a VM that does not fit is refused (0: this machine's)")
+		hostCPUs  = flag.Int("host-processors", 0, "the emulated host's logical processors (service property ProcessorTopology; 0: this machine's)")
 		logLevel  = flag.String("log-level", "info", "log level: trace, debug, info, warn, error")
 		tcpAddr   = flag.String("tcp-address", "", "also serve on this loopback TCP address, host:port (port 0: any free port); needs --tcp-key-file")
 		tcpFile   = flag.String("tcp-address-file", "", "once ready, write the TCP address served to this file (needs --tcp-address)")
@@ -67,7 +69,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	err := hcsemu.Run(ctx, hcsemu.Config{Root: *root, OSVersion: *osVersion}, addrs)
+	err := hcsemu.Run(ctx, hcsemu.Config{Root: *root, OSVersion: *osVersion, HostMemoryMB: *hostMem, HostProcessors: *hostCPUs}, addrs)
 	if err != nil {
 		log.G(ctx).WithError(err).Error("hcsemu")
 		os.Exit(1)

@@ -1,11 +1,14 @@
 // Command shimdiag is a client of the diag service every containerd-shim-runhcs-v1 serves beside
 // its task API (containerd.runhcs.v1.diag.ShimDiag, protocols/diag): it finds the shims of a
-// containerd and asks one for its goroutine stacks, its tasks and their processes, or its pid.
+// containerd and asks one for its goroutine stacks, its tasks and their processes, or its pid,
+// or runs a process in (or shares a folder into) a Hyper-V pod's utility VM.
 //
 //	shimdiag list   [--namespace NS] [--state-dir DIR] [--timeout D]
 //	shimdiag stacks [--timeout D] SHIM
 //	shimdiag tasks  [--execs=false] [--timeout D] SHIM
 //	shimdiag pid    [--timeout D] SHIM
+//	shimdiag exec   [--workdir D] [--timeout D] SHIM ARG...
+//	shimdiag share  [--readonly] [--timeout D] SHIM HOSTPATH VMPATH
 //
 // SHIM is a shim's address as `list` prints it and as the shim's start action recorded it: a
 // unix socket (unix:///run/containerd/s/<hash>, or its bare path) on Linux, a named pipe
@@ -23,6 +26,9 @@
 // shim that does not serve the diag service (another runtime's, e.g. runc's) or does not answer
 // is listed with the reason instead of a pid.
 //
-// Calls that need a utility VM (exec in host, share) are not offered: this shim runs
-// process-isolated containers only and answers them NotImplemented.
+// exec and share need a Hyper-V pod's utility VM (a shim of a process-isolated pod answers them
+// NotImplemented). exec runs a process in the VM itself, in no container, as hcsshim's
+// shimdiag exec does; its output (stdout and stderr) reaches the client through a file the
+// client names with a file:// URI, printed once the process ended, and a non-zero exit code is
+// an error. share shares a host folder into the VM at VMPATH.
 package main

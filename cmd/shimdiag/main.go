@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/defaults"
+	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs/pkg/errgrpc"
 	"github.com/containerd/ttrpc"
 
@@ -25,6 +26,8 @@ Commands:
   stacks   the goroutine stacks of the shim at address SHIM
   tasks    the tasks of the shim at SHIM, with their processes and states (--execs=false: ids only)
   pid      the process id of the shim at SHIM
+  exec     run a process in the utility VM of the Hyper-V pod at SHIM: exec [--workdir D] SHIM ARG...
+  share    share a host folder into that VM: share [--readonly] SHIM HOSTPATH VMPATH
 
 Every command takes --timeout (default 10s). Run "shimdiag COMMAND -h" for its flags.
 `
@@ -53,7 +56,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on each call to a shim")
 	var (
 		namespace, stateDir string
-		execs               bool
+		execs, readOnly     bool
+		workdir             string
 	)
 	switch cmd {
 	case "list":
@@ -61,6 +65,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.StringVar(&stateDir, "state-dir", defaults.DefaultStateDir, "containerd's state directory (its config's `state`)")
 	case "tasks":
 		fs.BoolVar(&execs, "execs", true, "list each task's processes and their states")
+	case "exec":
+		fs.StringVar(&workdir, "workdir", "", "the process's working directory in the VM")
+	case "share":
+		fs.BoolVar(&readOnly, "readonly", false, "share read-only")
 	case "stacks", "pid":
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -82,8 +90,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return list(ctx, stdout, stateDir, namespace, *timeout)
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintf(stderr, "shimdiag %s: want one SHIM address, got %q\n", cmd, fs.Args())
+	want := map[string]int{"exec": -2, "share": 3}[cmd] // -n: at least n
+	switch n := fs.NArg(); {
+	case want == 0 && n != 1, want > 0 && n != want, want < 0 && n < -want:
+		fmt.Fprintf(stderr, "shimdiag %s: wrong arguments %q\n%s", cmd, fs.Args(), usage)
 		return errUsage
 	}
 	address := fs.Arg(0)
@@ -117,6 +127,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return callError("pid", address, err)
 		}
 		fmt.Fprintln(stdout, resp.GetPid())
+	case "exec":
+		return execInVM(ctx, svc, address, fs.Args()[1:], workdir, stdout)
+	case "share":
+		if _, err := svc.DiagShare(ctx, &diag.ShareRequest{HostPath: fs.Arg(1), UvmPath: fs.Arg(2), ReadOnly: readOnly}); err != nil {
+			return callError("share", address, err)
+		}
 	}
 	return nil
 }
@@ -157,4 +173,36 @@ func printTasks(w io.Writer, resp *diag.TasksResponse, execs bool) {
 		}
 	}
 	tw.Flush()
+}
+
+// execInVM runs args in the shim's utility VM. The shim writes the process's output (stdout
+// and stderr) to a file the client names with a file:// URI, as containerd's log files are
+// named; it is printed once the process ended. A non-zero exit code is an error naming it.
+func execInVM(ctx context.Context, svc diag.ShimDiagService, address string, args []string, workdir string, stdout io.Writer) error {
+	f, err := os.CreateTemp("", "shimdiag-exec-*.log")
+	if err != nil {
+		return err
+	}
+	path := f.Name()
+	f.Close()
+	defer os.Remove(path)
+	uri, err := cio.LogURIGenerator("file", path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := svc.DiagExecInHost(ctx, &diag.ExecProcessRequest{Args: args, Workdir: workdir, Stdout: uri.String()})
+	if err != nil {
+		return callError("exec", address, err)
+	}
+	out, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if _, err := stdout.Write(out); err != nil {
+		return err
+	}
+	if code := resp.GetExitCode(); code != 0 {
+		return fmt.Errorf("exec %q in the utility VM of shim %s: exit code %d", args, address, code)
+	}
+	return nil
 }

@@ -617,6 +617,121 @@ func TestContractLimitsAndStatistics(t *testing.T) {
 	})
 }
 
+// TestContractVirtualMachine is a utility VM as hcsshim makes one (hyperv-facts.md §1): booted
+// from the VSMB share "os" holding the EFI boot manager, with memory and processors within what
+// the host reports, a guest connection, VSMB shares hot-plugged while it runs, and the states and
+// errors of any compute system. (Processes in a VM, hosted containers and the VM as a resource
+// boundary are tested against hcsemu itself: they need executables and disks in the emulator's
+// formats, which this suite cannot make through Wine's drive Z:.)
+func TestContractVirtualMachine(t *testing.T) {
+	env := requireContract(t)
+	ctx := testCtx(t)
+	topo, err := env.hcs.ProcessorTopology(ctx)
+	if err != nil {
+		t.Fatalf("service property ProcessorTopology: %v", err)
+	}
+	if int(topo.LogicalProcessorCount) != len(topo.LogicalProcessors) {
+		t.Errorf("ProcessorTopology: %d logical processors, %d listed", topo.LogicalProcessorCount, len(topo.LogicalProcessors))
+	}
+	local, host := env.hostDir(t)
+	boot := filepath.Join(local, "UtilityVM", "Files", "EFI", "Microsoft", "Boot")
+	if err := os.MkdirAll(boot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(boot, "bootmgfw.efi"), []byte("boot manager"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(local, "share"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// host is a path as the service sees it; its separators are the service's.
+	sep := "/"
+	if strings.Contains(host, `\`) {
+		sep = `\`
+	}
+	osShare, share := host+sep+"UtilityVM"+sep+"Files", host+sep+"share"
+	v := schema2.SchemaV21
+	vmDoc := func(count uint32) *schema2.ComputeSystem {
+		return &schema2.ComputeSystem{Owner: "hcs-contract", SchemaVersion: &v, ShouldTerminateOnLastHandleClosed: true,
+			VirtualMachine: &schema2.VirtualMachine{
+				StopOnReset: true,
+				Chipset:     &schema2.Chipset{Uefi: &schema2.Uefi{BootThis: &schema2.UefiBootEntry{DeviceType: schema2.UVMBootDeviceTypeVmbFs, DevicePath: schema2.UVMBootDevicePath}}},
+				ComputeTopology: &schema2.Topology{
+					Memory:    &schema2.VirtualMachineMemory{SizeInMB: 256, AllowOvercommit: true, EnableHotHint: true},
+					Processor: &schema2.VirtualMachineProcessor{Count: count},
+				},
+				Devices: &schema2.Devices{VirtualSmb: &schema2.VirtualSmb{DirectFileMappingInMB: 1024, Shares: []schema2.VirtualSmbShare{{
+					Name: schema2.UVMOSShareName, Path: osShare,
+					Options: &schema2.VirtualSmbShareOptions{ReadOnly: true, ShareRead: true, CacheIo: true, PseudoOplocks: true, TakeBackupPrivilege: true},
+				}}}},
+				GuestConnection: &schema2.GuestConnection{},
+			}}
+	}
+
+	// More processors than the host has is refused (hcsshim clamps the count for that reason).
+	if s, err := env.hcs.CreateComputeSystem(ctx, testID(t), vmDoc(topo.LogicalProcessorCount+1)); err == nil {
+		s.Terminate(ctx)
+		s.Close()
+		t.Errorf("a VM with %d processors on a host of %d was created", topo.LogicalProcessorCount+1, topo.LogicalProcessorCount)
+	} else if !strings.Contains(err.Error(), "Processor.Count") {
+		t.Errorf("a VM with too many processors: %v, want an error naming Processor.Count", err)
+	}
+
+	s, err := env.hcs.CreateComputeSystem(ctx, testID(t), vmDoc(1))
+	if err != nil {
+		t.Fatalf("create VM: %v", err)
+	}
+	t.Cleanup(func() { s.Terminate(context.Background()); s.Close() })
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("start VM: %v", err)
+	}
+	p, err := s.Properties(ctx, schema2.PropertyTypeMemory, schema2.PropertyTypeGuestConnection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case p.SystemType != schema2.SystemTypeVirtualMachine || p.State != schema2.StateRunning:
+		t.Errorf("VM is %s, %s; want VirtualMachine, Running", p.SystemType, p.State)
+	case p.Memory == nil || p.Memory.VirtualMachineMemory == nil || p.Memory.VirtualMachineMemory.AssignedMemory != 256<<20/4096:
+		t.Errorf("Memory %+v, want 256 MB assigned (in 4 KiB pages)", p.Memory)
+	case p.GuestConnectionInfo == nil:
+		t.Error("no GuestConnectionInfo: the VM has a GuestConnection")
+	}
+
+	add := &schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeAdd,
+		Settings: schema2.VirtualSmbShare{Name: "s1", Path: share, Options: &schema2.VirtualSmbShareOptions{ReadOnly: true}}}
+	if err := s.Modify(ctx, add); err != nil {
+		t.Fatalf("add a VSMB share: %v", err)
+	}
+	if err := s.Modify(ctx, add); err == nil {
+		t.Error("a second share named s1 was added")
+	}
+	remove := &schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeRemove, Settings: schema2.VirtualSmbShare{Name: "s1"}}
+	if err := s.Modify(ctx, remove); err != nil {
+		t.Fatalf("remove the VSMB share: %v", err)
+	}
+	if err := s.Modify(ctx, remove); err == nil {
+		t.Error("a share removed twice")
+	}
+	if err := s.Modify(ctx, &schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVMMemory, Settings: 512}); err != nil {
+		t.Errorf("resize the VM's memory: %v", err)
+	} else if p, err := s.Properties(ctx, schema2.PropertyTypeMemory); err != nil || p.Memory.VirtualMachineMemory.AssignedMemory != 512<<20/4096 {
+		t.Errorf("after a resize to 512 MB: %+v, %v", p.Memory, err)
+	}
+
+	if err := s.Terminate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Exited():
+	case <-ctx.Done():
+		t.Fatal("no SystemExited after Terminate")
+	}
+	if err := s.Start(ctx); !errors.Is(err, ErrInvalidState) {
+		t.Errorf("Start of a stopped VM: %v, want ErrInvalidState", err)
+	}
+}
+
 func hasPid(list []schema2.ProcessDetails, pid uint32) bool {
 	for _, d := range list {
 		if d.ProcessId == pid {

@@ -298,6 +298,9 @@ func (g *cgroup) pids() []int {
 // kill ends every process in the group: frozen first, so nothing forks while it is being
 // killed, then SIGKILL to each, then thawed so the kills take effect.
 func (g *cgroup) kill(ctx context.Context) {
+	if _, err := os.Stat(g.dir("freezer")); err != nil {
+		return // gone already (a VM's group removes its containers' groups)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := g.freeze(ctx); err != nil {
@@ -314,6 +317,7 @@ func (g *cgroup) kill(ctx context.Context) {
 // destroy kills what is left in the group and removes it, waiting (bounded) for the processes
 // to go away, since a group with members cannot be removed.
 func (g *cgroup) destroy(ctx context.Context) {
+	g.destroyChildren(ctx)
 	g.kill(ctx)
 	deadline := time.Now().Add(10 * time.Second)
 	for len(g.pids()) > 0 && time.Now().Before(deadline) {

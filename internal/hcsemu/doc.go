@@ -39,6 +39,9 @@
 //     fault`): stalls, failures and a delay applied in the dispatcher before any wire method
 //     runs (never to the fault methods, which TCP refuses), crashing a system with
 //     UnexpectedExit, and dropping every client connection.
+//   - vm_validate.go, vm_linux.go, vm_modify_linux.go, hosted_linux.go, vminit_linux.go,
+//     spawn_vm_linux.go, cgroups_vm_linux.go, fault_vm_linux.go, osbuild.go: utility VMs and
+//     the containers hosted in them (see "Utility VMs" below).
 //   - gate_linux.go: who may talk to the daemon, decided in one place for every transport
 //     before a connection is served: on the unix socket (0600, in an owner-only folder when
 //     the daemon makes it) the daemon's own uid only (SO_PEERCRED); on TCP, a first frame
@@ -60,6 +63,105 @@
 //   - hcsv1_linux.go: HCS schema 1 modify requests (ResourceType, not ResourcePath), as
 //     hcsshim's HotAttachEndpoint sends them: an HNS endpoint added to or removed from the
 //     namespace a container runs in (made for it, if it has none and no process yet).
+//
+// # Utility VMs (Hyper-V isolation)
+//
+// The emulator's VM contract, which internal/uvm relies on. Facts and sources:
+// ../shared/notes/hyperv-facts.md; the files are vm_*.go and hosted_linux.go.
+//
+// Create: HcsCreateComputeSystem(id, ComputeSystem{SchemaVersion ≥ 2.1, Owner,
+// ShouldTerminateOnLastHandleClosed, VirtualMachine}). The VirtualMachine must have
+// Chipset.Uefi.BootThis {DeviceType "VmbFs", DevicePath schema2.UVMBootDevicePath} and a VSMB
+// share named "os" (schema2.UVMOSShareName) whose Path is a host folder (a base layer's
+// UtilityVM\Files) holding EFI\Microsoft\Boot\bootmgfw.efi; ComputeTopology.Memory.SizeInMB > 0
+// and ComputeTopology.Processor.Count ≥ 1 and at most the host's logical processors (hcsshim
+// clamps it to service property ProcessorTopology.LogicalProcessorCount); SCSI controllers keyed
+// by any name, LUN keys "0"–"63", attachments of existing emulated VHDX files (or files, for
+// PassThru); unique share names; share paths that exist. Errors name the field: HCS_E_INVALID_JSON
+// for a malformed or missing field, E_INVALIDARG for a value out of range, E_PATH_NOT_FOUND for a
+// host path that does not exist. GuestConnection ({} is enough) is required for everything that
+// goes through the guest: hosted containers, GuestRequests, HcsCreateProcess on the VM; without
+// it they fail with E_NOT_SUPPORTED ("The request is not supported", microsoft/hcsshim#1327).
+//
+// Start: the VM's memory (SizeInMB) is charged against the host budget (--host-memory-mb);
+// a VM that does not fit fails with E_OUTOFMEMORY (assumption: the HRESULT Hyper-V reports
+// for "not enough memory in the system to start the virtual machine") and stays Created. The
+// boot layer's build (OSBuildFile under the "os" share) must not be newer than the host's
+// (--os-version), else HCS_E_IMAGE_MISMATCH. A VM is then a real boundary: a "VM init" process
+// (hcsemu re-executed, vminit_linux.go) holds its own PID, mount, UTS and IPC namespaces, in a
+// cgroup whose memory limit is SizeInMB and whose CPU quota is Count processors (reduced by
+// Limit, each vCPU's share in 1–100000, hcsshim pkg/annotations) with Weight (0–10000) as cpu.shares;
+// every process of the VM and of its hosted containers runs in those namespaces and below that
+// cgroup. The guest's C:\ is the "os" share with a writable layer over it; the VM's procfs is at
+// its C:\proc (the workload's ps reads it), a Linux artefact of the emulation. The VM's mount namespace is a slave of the daemon's VM folder: guest mounts the
+// emulator makes (mapped disks, combined layers, mapped directories) appear in it; mounts made
+// inside the VM never reach the host. Exit: SystemExited with GracefulExit (Shutdown),
+// ForcedExit (Terminate, last handle closed with ShouldTerminateOnLastHandleClosed) or
+// UnexpectedExit (crash fault; Status HCS_E_UNEXPECTED_EXIT); every hosted container then gets
+// SystemExited with the same ExitType.
+//
+// Modify (HcsModifyComputeSystem on a Created or Running VM; Stopped: HCS_E_INVALID_STATE):
+//
+//	ResourcePath                                             RequestType      Settings
+//	VirtualMachine/Devices/VirtualSmb/Shares                 Add              VirtualSmbShare
+//	VirtualMachine/Devices/VirtualSmb/Shares                 Update           VirtualSmbShare (AllowedFiles only; RestrictFileAccess shares)
+//	VirtualMachine/Devices/VirtualSmb/Shares                 Remove           {"Name": …}
+//	VirtualMachine/Devices/Scsi/<controller>/Attachments/<lun> Add / Remove  Attachment / none
+//	VirtualMachine/Devices/MappedPipes/<\\.\pipe\name>     Add / Remove     none
+//	VirtualMachine/ComputeTopology/Memory/SizeInMB           (none) / Update  a bare number (MB)
+//	VirtualMachine/ComputeTopology/Processor/Limits          (none) / Update  ProcessorLimits
+//
+// with an optional GuestRequest (GuestModifySettingRequest), applied after the host part of an
+// Add and before the host part of a Remove, the host part undone if the guest part fails:
+//
+//	MappedVirtualDisk Add/Remove {ContainerPath, Lun}: mounts the disk attached at controller 0
+//	  (the only controller, or the one keyed "0" or hcsshim's first controller GUID), LUN Lun,
+//	  at the guest path ContainerPath (C:\…): the Files/ of the disk's file system folder
+//	  (wire.VHDXHeader.FileSystem; the Linux snapshotter's sandbox.vhdx names its own folder, so
+//	  a container's scratch snapshot is attached as hcsshim attaches <scratch>\sandbox.vhdx).
+//	CombinedLayers Add/Remove {ContainerRootPath, Layers}: ContainerRootPath must be a mapped
+//	  virtual disk's path, each Layers[].Path a live VSMB share path (schema2.VSMBGuestPath) of
+//	  a layer folder; the container's file system (C:\) is then at ContainerRootPath.
+//	MappedDirectory Add/Remove {HostPath: a VSMB share path, ContainerPath: a guest path}.
+//
+// Unknown fields anywhere are HCS_E_INVALID_JSON naming them (observed for guest requests,
+// microsoft/hcsshim#2714). Assumptions (Microsoft documents none of these): an unknown
+// ResourcePath, controller or a LUN outside 0–63 is E_INVALIDARG; a duplicate share name, an
+// occupied LUN or a mount path in use is ERROR_ALREADY_EXISTS (0x800700B7); removing something
+// absent is ERROR_NOT_FOUND (0x80070490); removing a share, disk, pipe or mount that a live hosted
+// container, combined layers or mapped directory still uses (or the "os" share) is ERROR_BUSY
+// (0x800700AA); shrinking memory below what the VM uses is E_INVALIDARG; a GuestRequest
+// ResourceType other than the three above is E_NOTIMPL. NICs (NetworkAdapters) are not emulated
+// yet (E_NOTIMPL at create and as a resource path): a hosted container joins its HNS namespace
+// through Container.Networking.Namespace, as a process-isolated one does, and processes of the
+// VM itself run in the daemon's network namespace.
+//
+// Hosted containers: HcsCreateComputeSystem(id, {SchemaVersion, Owner, HostingSystemId: <VM id>,
+// HostedSystem: {SchemaVersion, Container}}): the VM must exist (HCS_E_SYSTEM_NOT_FOUND) and run
+// (HCS_E_INVALID_STATE); Container.Storage.Path must be a guest path where CombinedLayers were
+// applied; Storage.Layers[].Path VSMB share paths of that VM; MappedDirectories[].HostPath a VSMB
+// share path (a share with ReadOnly maps read-only; a RestrictFileAccess share maps only its
+// AllowedFiles, one file each at a file ContainerPath, as hcsshim's file mounts do, and anything
+// else of it is E_ACCESSDENIED) or a guest path; MappedPipes[].HostPath schema2.VSMBGuestPipePath
+// of a pipe added to the VM. The image's build (OSBuildFile in the base layer, the last of Storage.Layers)
+// must not be newer than the VM's, else HCS_E_IMAGE_MISMATCH. Its processes run in the VM's
+// namespaces, in a cgroup nested in the VM's (Container.Memory and Processor apply inside the
+// VM's own limits). A process-isolated container whose image build differs from the host's
+// fails to create with HCS_E_IMAGE_MISMATCH ("the operating system of the container does not
+// match the operating system of the host", VirtDocs version-compatibility).
+//
+// OS builds: the host's is --os-version; a layer's is the first line of OSBuildFile,
+// Windows\System32\hcsemu-osbuild.txt, under its Files\ (and UtilityVM\Files\ for the VM it
+// boots) — the emulator's convention, written by test/image (image.OSBuildFile), since the real
+// record (the SOFTWARE hive) cannot be read here. Builds compare by their third component.
+//
+// Service properties: "ProcessorTopology" answers LogicalProcessorCount = --host-processors
+// (default: this machine's). Properties of a VM: "Statistics" and "Memory" from the VM's cgroup
+// (Memory.VirtualMachineMemory.AssignedMemory in 4 KiB pages = SizeInMB), "GuestConnection"
+// (GuestConnectionInfo), ProcessList (processes of the VM, pids as the VM sees them).
+//
+// Daemon flags: --os-version, --host-memory-mb (default: this machine's memory),
+// --host-processors (default: this machine's logical processors).
 //
 // Like vmcompute, the daemon keeps systems alive across the death of the client that made them:
 // any client can open one by id. A stopped system is forgotten when its last handle closes. If

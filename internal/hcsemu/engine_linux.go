@@ -40,6 +40,12 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// CgroupRoot is where the cgroup v1 controllers are mounted; "" means /sys/fs/cgroup.
 	CgroupRoot string
+	// HostMemoryMB is the emulated host's memory for utility VMs (--host-memory-mb); 0 means
+	// this machine's.
+	HostMemoryMB uint64
+	// HostProcessors is the emulated host's logical processor count (--host-processors),
+	// reported as ProcessorTopology; 0 means this machine's.
+	HostProcessors int
 }
 
 // DefaultShutdownGrace is the time a system's processes get to exit after CtrlShutdown. HCS
@@ -63,6 +69,8 @@ type Engine struct {
 	cleanup  sync.WaitGroup
 	storage  *storageFilter
 	faults   faults // injected by the fault methods, for tests
+	vmFaults vmFaults
+	vmHost   *vmHost // the budget and folder of utility VMs (vm_linux.go)
 
 	mu      sync.Mutex
 	systems map[string]*system
@@ -128,11 +136,16 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		lock.Close()
 		return nil, err
 	}
+	hostCPUs := runtime.NumCPU()
+	if cfg.HostProcessors > 0 {
+		hostCPUs = cfg.HostProcessors
+	}
 	return &Engine{
+		vmHost:   newVMHost(cfg),
 		storage:  storage,
 		lock:     lock,
 		cfg:      cfg,
-		hostCPUs: runtime.NumCPU(),
+		hostCPUs: hostCPUs,
 		cg:       cg,
 		sp:       newSpawner(),
 		hns:      hns,
@@ -169,6 +182,10 @@ type system struct {
 	// ownNetns: the namespace is the emulator's, made for Container.Networking.NetworkAdapters,
 	// and goes with the system.
 	ownNetns bool
+	// vm is the utility VM of a VirtualMachine system (vm_linux.go); host the VM a hosted
+	// container runs in (hosted_linux.go). Both nil for a process-isolated container.
+	vm     *vmState
+	hosted *hostedLink
 }
 
 func (s *system) ref() wire.SystemRef { return wire.SystemRef{ID: s.id, Instance: s.instance} }
@@ -255,17 +272,33 @@ func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscribe
 }
 
 func (s *system) setupLocked(ctx context.Context) error {
+	if s.doc.HostedSystem != nil {
+		return s.setupHostedLocked(ctx)
+	}
 	cg, err := s.e.cg.create(s.id)
 	if err != nil {
 		return errorf(computecore.E_FAIL, "compute system %q: %v", s.id, err)
 	}
 	s.cg = cg
+	if s.doc.VirtualMachine != nil {
+		return s.setupVMLocked(ctx)
+	}
+	if err := s.checkProcessIsolatedBuildLocked(); err != nil {
+		return err
+	}
+	return s.setupContainerLocked(ctx)
+}
+
+// setupContainerLocked applies a container's document: limits, network, volume, mapped
+// directories. A hosted container has its cgroup and volume path from its VM already.
+func (s *system) setupContainerLocked(ctx context.Context) error {
 	c := s.doc.Container
+	cg := s.cg
 	if c == nil {
 		return nil
 	}
 	if c.Processor != nil {
-		if err := cg.setProcessor(c.Processor.Count, c.Processor.Maximum, c.Processor.Weight, s.e.hostCPUs); err != nil {
+		if err := cg.setProcessor(c.Processor.Count, c.Processor.Maximum, c.Processor.Weight, s.cpusLocked()); err != nil {
 			return errorf(computecore.E_FAIL, "compute system %q: Container.Processor: %v", s.id, err)
 		}
 	}
@@ -312,6 +345,7 @@ func (s *system) setupLocked(ctx context.Context) error {
 
 // teardownLocked undoes setupLocked: mounts, volume, network namespace and cgroups.
 func (s *system) teardownLocked(ctx context.Context) {
+	s.leaveHostLocked()
 	s.unmapAllLocked(ctx)
 	s.leaveNetworkLocked()
 	if s.vol != nil {
@@ -368,7 +402,18 @@ func (e *Engine) CloseSystem(ctx context.Context, ref wire.SystemRef, sub Subscr
 	if s.refs[sub]--; s.refs[sub] <= 0 {
 		delete(s.refs, sub)
 	}
+	s.terminateIfUnheldLocked(ctx)
 	s.maybeRemoveLocked()
+}
+
+// terminateIfUnheldLocked honours ShouldTerminateOnLastHandleClosed: "this system will be
+// forcibly terminated when the last HCS_SYSTEM handle corresponding to it is closed" (VirtDocs
+// ComputeSystem), also when the handles went with their process.
+func (s *system) terminateIfUnheldLocked(ctx context.Context) {
+	if len(s.refs) == 0 && s.doc.ShouldTerminateOnLastHandleClosed && s.state != "" && s.state != schema2.StateStopped && !s.removed {
+		log.G(ctx).WithField("system", s.id).Info("hcsemu: last handle closed: terminating (ShouldTerminateOnLastHandleClosed)")
+		s.stopLocked(ctx, schema2.NotificationForcedExit)
+	}
 }
 
 // Forget drops every handle sub holds: its connection is gone. Systems keep running.
@@ -380,6 +425,7 @@ func (e *Engine) Forget(ctx context.Context, sub Subscriber) {
 			delete(p.refs, sub)
 		}
 		s.pruneLocked()
+		s.terminateIfUnheldLocked(ctx)
 		s.maybeRemoveLocked()
 		s.mu.Unlock()
 	}
@@ -423,7 +469,14 @@ func (s *system) stopLocked(ctx context.Context, exitType schema2.NotificationTy
 	}
 	s.state = schema2.StateStopped
 	s.exit = schema2.SystemExitStatus{Status: 0, ExitType: exitType}
+	if s.vm != nil || s.hosted != nil {
+		s.exit.Status = vmExitStatus(exitType)
+	}
 	close(s.stopped)
+	if s.vm != nil {
+		s.stopVMLocked(ctx, exitType)
+	}
+	s.leaveHostLocked()
 	if s.cg != nil {
 		s.cg.kill(ctx)
 	}
@@ -494,10 +547,31 @@ func (e *Engine) Start(ctx context.Context, ref wire.SystemRef, options string) 
 	if err != nil {
 		return err
 	}
+	if s.vm != nil {
+		// An injected slow boot (fault_vm_linux.go) is waited out without the VM's lock.
+		if d := e.vmFaults.bootDelay(s.id); d > 0 && s.state == schema2.StateCreated {
+			s.mu.Unlock()
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return errorf(computecore.E_CANCELLED, "start of VM %q: cancelled during an injected boot delay: %v", ref.ID, ctx.Err())
+			}
+			if s, err = e.lookup(ref); err != nil {
+				return err
+			}
+		}
+	}
 	defer s.mu.Unlock()
 	to, err := transition(s.id, s.state, opStart)
 	if err != nil {
 		return err
+	}
+	if s.vm != nil {
+		if err := s.startVMLocked(ctx); err != nil {
+			return err
+		}
 	}
 	s.state, s.started = to, time.Now()
 	log.G(ctx).WithField("system", s.id).Info("hcsemu: compute system started")
@@ -582,6 +656,12 @@ func (e *Engine) Shutdown(ctx context.Context, ref wire.SystemRef, options strin
 		s.mu.Unlock()
 		return err
 	}
+	if s.vm != nil {
+		// The guest shuts itself down; what runs in it ends with it.
+		s.stopLocked(ctx, schema2.NotificationGracefulExit)
+		s.mu.Unlock()
+		return nil
+	}
 	live := s.liveLocked()
 	if len(live) == 0 {
 		s.stopLocked(ctx, schema2.NotificationGracefulExit)
@@ -620,6 +700,9 @@ func (s *system) basicLocked() schema2.Properties {
 		State:           s.state,
 		Stopped:         s.state == schema2.StateStopped,
 		HostingSystemId: s.doc.HostingSystemId,
+		// RuntimeId is the system's GUID (a VM's is what hcsshim caches after create); stable
+		// for this incarnation of the id.
+		RuntimeId: s.runtimeID(),
 	}
 	if p.Stopped {
 		p.ExitType = s.exit.ExitType
@@ -645,12 +728,17 @@ func (e *Engine) Properties(ctx context.Context, ref wire.SystemRef, query strin
 	}
 	defer s.mu.Unlock()
 	props := s.basicLocked()
+	if s.vm != nil {
+		s.vmPropertiesLocked(&props, q.PropertyTypes)
+	}
 	for _, t := range q.PropertyTypes {
 		switch t {
 		case schema2.PropertyTypeStatistics:
 			props.Statistics = s.statisticsLocked()
 		case schema2.PropertyTypeProcessList:
 			props.ProcessList = s.processListLocked()
+		case schema2.PropertyTypeSystemGUID:
+			props.SystemGUID = s.runtimeID()
 		}
 	}
 	b, err := json.Marshal(props)
@@ -755,8 +843,15 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 	if s.state == schema2.StateStopped {
 		return errorf(computecore.HCS_E_INVALID_STATE, "modify compute system %q: it has stopped", s.id)
 	}
+	if s.vm != nil {
+		return s.modifyVMLocked(ctx, &req)
+	}
 	if s.doc.Container == nil {
 		return errorf(computecore.E_NOT_SUPPORTED, "ResourcePath: %q: the emulator modifies containers only", req.ResourcePath)
+	}
+	if req.GuestRequest != nil {
+		// Assumption: a guest request goes to a utility VM's guest; a container has none.
+		return errorf(computecore.E_INVALIDARG, "GuestRequest: compute system %q is not a utility VM", s.id)
 	}
 	wantType := func(types ...schema2.RequestType) error {
 		if slices.Contains(types, req.RequestType) {
@@ -818,6 +913,10 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 			return errorf(computecore.E_NOT_SUPPORTED, "compute system %q has no storage to map directories into", s.id)
 		}
 		if req.RequestType == schema2.RequestTypeAdd {
+			if s.hosted != nil {
+				// In a VM the host path is the VM's (a VSMB share or a guest path).
+				return s.mapHostedLocked(md)
+			}
 			if err := ValidateMappedDirectory("Settings", &md, statDir); err != nil {
 				return err
 			}
@@ -842,6 +941,14 @@ func (e *Engine) ServiceProperties(ctx context.Context, query string) (string, e
 	}
 	var sp schema2.ServiceProperties
 	for i, t := range q.PropertyTypes {
+		if t == schema2.ServicePropertyTypeProcessorTopology {
+			b, err := json.Marshal(e.processorTopology())
+			if err != nil {
+				return "", err
+			}
+			sp.Properties = append(sp.Properties, b)
+			continue
+		}
 		if t != schema2.PropertyTypeBasic {
 			return "", errorf(computecore.E_INVALIDARG, "PropertyTypes[%d]: %q is not a service property type", i, t)
 		}
@@ -875,6 +982,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		s.mu.Unlock()
 	}
 	e.cleanup.Wait()
+	e.vmHost.close()
 	var errs []error
 	if err := e.storage.close(ctx); err != nil {
 		errs = append(errs, err)

@@ -38,6 +38,7 @@ var faultMethods = map[string]method{
 	}),
 	wire.MethodFaultClear: withArgs(func(_ context.Context, e *Engine, _ Subscriber, _ wire.FaultArgs) (answer, error) {
 		e.faults.clear()
+		e.vmFaults.clearAll()
 		return e.faultList(nil)
 	}),
 }
@@ -47,5 +48,7 @@ func (e *Engine) faultList(err error) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	return answer{reply: e.faults.list()}, nil
+	r := e.faults.list()
+	r.VMs = e.vmFaults.list()
+	return answer{reply: r}, nil
 }

@@ -37,6 +37,11 @@ func mappedKey(containerPath string) string {
 // descriptor), never to a path; a read-only mapping is made read-only before it is attached,
 // so it is never writable, not even for a moment.
 func (s *system) mapLocked(md schema2.MappedDirectory) error {
+	if s.hosted != nil {
+		if fi, err := os.Stat(md.HostPath); err == nil && fi.Mode().IsRegular() {
+			return s.mapFileLocked(md) // a single file shared into the VM (hosted_linux.go)
+		}
+	}
 	key := mappedKey(md.ContainerPath)
 	if key == "" {
 		return errorf(computecore.E_INVALIDARG, "ContainerPath: %q: cannot map over the root of C:", md.ContainerPath)

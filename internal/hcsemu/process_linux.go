@@ -126,6 +126,14 @@ func (e *Engine) CreateProcess(ctx context.Context, ref wire.SystemRef, doc stri
 		return wire.ProcessReply{}, nil, err
 	}
 	defer s.mu.Unlock()
+	if s.vm != nil && s.state != schema2.StateRunning {
+		return wire.ProcessReply{}, nil, errorf(computecore.HCS_E_INVALID_STATE, "CreateProcess in VM %q: not valid in state %s", s.id, s.state)
+	}
+	if s.vm != nil && !s.vm.guest {
+		// HCS creates processes in a utility VM through its guest connection; without one
+		// "the request is not supported" (microsoft/hcsshim#1327).
+		return wire.ProcessReply{}, nil, errorf(computecore.E_NOT_SUPPORTED, "CreateProcess in VM %q: the VM has no GuestConnection", s.id)
+	}
 	if s.vol == nil {
 		return wire.ProcessReply{}, nil, errorf(computecore.E_NOT_SUPPORTED, "compute system %q has no container storage to run a process in", s.id)
 	}
@@ -209,6 +217,12 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 		Chroot:    s.volPath,
 		Pdeathsig: syscall.SIGKILL, // see spawner: the daemon's death ends its processes
 	}
+	if s.vmNamespacesLocked() != nil {
+		// In a VM's PID namespace the parent is outside it and getppid() is 0, which Go's
+		// fork takes for a dead parent and answers with Pdeathsig at once. The VM init has
+		// Pdeathsig instead, and its death kills everything in the VM (vminit_linux.go).
+		sys.Pdeathsig = 0
+	}
 	if params.EmulateConsole {
 		master, tty, err := pty.Open()
 		if err != nil {
@@ -263,7 +277,7 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 	}
 
 	attr := &os.ProcAttr{Dir: cwd, Env: env, Files: childFiles[:], Sys: sys}
-	osp, err := s.e.sp.spawn(s.cg, s.netns, exe.LinuxPath, argv, attr)
+	osp, err := s.e.sp.spawnIn(s.cg, s.netns, s.vmNamespacesLocked(), exe.LinuxPath, argv, attr)
 	if err != nil {
 		return nil, nil, errorf(startErrorHRESULT(err), "start %q (%s) in compute system %q: %v", program, exe.WindowsPath, s.id, err)
 	}
@@ -393,7 +407,7 @@ func (s *system) wait(p *process) {
 	// HCS ends a silo with its last process (a container's system exits when its init process
 	// and everything it started are gone); a system that never ran a process stays up.
 	if s.typ == schema2.SystemTypeContainer && s.everRan && s.state == schema2.StateRunning && len(s.liveLocked()) == 0 {
-		s.stopLocked(context.Background(), schema2.NotificationGracefulExit)
+		s.stopLocked(context.Background(), s.siloExitTypeLocked())
 	}
 	s.pruneLocked()
 }

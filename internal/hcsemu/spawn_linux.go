@@ -33,7 +33,8 @@ type spawner struct {
 
 type spawnRequest struct {
 	cg    *cgroup
-	netns *os.File // the network namespace to start in; nil: the daemon's
+	netns *os.File      // the network namespace to start in; nil: the daemon's
+	vm    *vmNamespaces // a utility VM's namespaces to start in (vminit_linux.go); nil: none
 	name  string
 	argv  []string
 	attr  *os.ProcAttr
@@ -61,6 +62,9 @@ func (s *spawner) loop(ready chan<- struct{}) {
 	// systems without one. Every spawn sets the thread's namespace explicitly, so a failed
 	// return never leaks a namespace into the next spawn.
 	own, ownErr := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", tid))
+	// Entering a VM's mount namespace needs a thread that shares no file system state
+	// (setns(2): CLONE_NEWNS); the thread is never released to other goroutines.
+	home, homeErr := openHomeNamespaces(tid)
 	close(ready)
 	for req := range s.reqs {
 		target := own
@@ -75,38 +79,50 @@ func (s *spawner) loop(ready chan<- struct{}) {
 			req.done <- spawnResult{err: fmt.Errorf("enter the network namespace %s: %w", target.Name(), err)}
 			continue
 		}
-		entered := false
-		if req.cg != nil {
-			if err := req.cg.enterThread(tid); err != nil {
-				log.L.WithError(err).Warn("hcsemu: cannot start the process inside its cgroups; moving it after start")
-			} else {
-				entered = true
-			}
+		if req.vm != nil {
+			p, err := s.spawnInVM(req, home, homeErr, tid)
+			req.done <- spawnResult{p: p, err: err}
+			continue
 		}
-		attr := req.attr
-		if req.cg != nil {
-			copied := *attr
-			sys := syscall.SysProcAttr{}
-			if attr.Sys != nil {
-				sys = *attr.Sys
-			}
-			sys.Ptrace = true
-			copied.Sys = &sys
-			attr = &copied
-		}
-		p, err := os.StartProcess(req.name, req.argv, attr)
-		if entered {
-			req.cg.leaveThread(tid)
-		}
-		if err == nil && req.cg != nil {
-			controllers := []string{"memory"}
-			if !entered {
-				controllers = cgroupControllers
-			}
-			err = joinAndResume(p, req.cg, controllers)
-		}
+		p, err := startInGroups(req, tid)
 		req.done <- spawnResult{p: p, err: err}
 	}
+}
+
+// startInGroups starts req on the spawner thread (tid) inside req.cg's groups: the thread enters
+// them and forks; the child stops at its exec until it has joined its memory group too.
+func startInGroups(req spawnRequest, tid int) (*os.Process, error) {
+	entered := false
+	if req.cg != nil {
+		if err := req.cg.enterThread(tid); err != nil {
+			log.L.WithError(err).Warn("hcsemu: cannot start the process inside its cgroups; moving it after start")
+		} else {
+			entered = true
+		}
+	}
+	attr := req.attr
+	if req.cg != nil {
+		copied := *attr
+		sys := syscall.SysProcAttr{}
+		if attr.Sys != nil {
+			sys = *attr.Sys
+		}
+		sys.Ptrace = true
+		copied.Sys = &sys
+		attr = &copied
+	}
+	p, err := os.StartProcess(req.name, req.argv, attr)
+	if entered {
+		req.cg.leaveThread(tid)
+	}
+	if err == nil && req.cg != nil {
+		controllers := []string{"memory"}
+		if !entered {
+			controllers = cgroupControllers
+		}
+		err = joinAndResume(p, req.cg, controllers)
+	}
+	return p, err
 }
 
 // joinAndResume moves p, stopped at its exec, into the groups of controllers and lets it run.
@@ -146,8 +162,13 @@ func describeWait(ws unix.WaitStatus) string {
 // nil and in the network namespace netns when it is not nil: the child is forked from that
 // thread and so starts in both, and runs its first instruction only once it is in every group.
 func (s *spawner) spawn(cg *cgroup, netns *os.File, name string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
+	return s.spawnIn(cg, netns, nil, name, argv, attr)
+}
+
+// spawnIn is spawn inside a utility VM's namespaces too, when vm is not nil.
+func (s *spawner) spawnIn(cg *cgroup, netns *os.File, vm *vmNamespaces, name string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
 	done := make(chan spawnResult, 1)
-	s.reqs <- spawnRequest{cg: cg, netns: netns, name: name, argv: argv, attr: attr, done: done}
+	s.reqs <- spawnRequest{cg: cg, netns: netns, vm: vm, name: name, argv: argv, attr: attr, done: done}
 	r := <-done
 	return r.p, r.err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
 // The storage filter's portable half: volume paths, NameToGuid and the emulated VHDX files. The
@@ -53,27 +54,37 @@ func nameToGUID(name string) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
 
-// The emulated VHDX. A scratch layer's disk is a file named like Windows' (sandbox.vhdx, copied
-// from a base layer's blank.vhdx as containerd does) that holds a small JSON header; the file
-// system on it is the folder beside it with the suffix vhdxFSSuffix (created when the disk is
-// first attached), whose Files/ is the volume's root and work/ overlayfs's work folder. Copying
-// the file therefore copies an empty disk, as copying Windows' differencing template does.
+// The emulated VHDX (wire/vhdx.go). A scratch layer's disk is a file named like Windows'
+// (sandbox.vhdx, copied from a base layer's blank.vhdx as containerd does) that holds a small JSON
+// header; the file system on it is the folder beside it with the suffix vhdxFSSuffix (created
+// when the disk is first attached), or the folder its header names, whose Files/ is the volume's
+// root and work/ overlayfs's work folder. Copying a file without a named folder therefore copies
+// an empty disk, as copying Windows' differencing template does.
 const (
-	vhdxFSSuffix = ".fs"
+	vhdxFSSuffix = wire.VHDXFSSuffix
 	// defaultVHDXSize is the size of the scratch template ProcessBaseImage makes: 20 GB, the
 	// default size of a Windows container's scratch (hcsshim, containerd's windows snapshotter).
 	defaultVHDXSize = 20 << 30
-	vhdxMagic       = "hcsemu-vhdx"
+	vhdxMagic       = wire.VHDXFormat
 )
 
-type vhdxHeader struct {
-	Format      string `json:"format"`
-	VirtualSize uint64 `json:"virtualSize"`
-}
+type vhdxHeader = wire.VHDXHeader
 
 func writeVHDX(path string, size uint64) error {
-	b, _ := json.Marshal(vhdxHeader{Format: vhdxMagic, VirtualSize: size})
-	return atomicfile.WriteFile(path, b, 0o644)
+	return atomicfile.WriteFile(path, wire.EncodeVHDX(size, ""), 0o644)
+}
+
+// vhdxFileSystem reads the emulated VHDX at path and returns the folder of its file system.
+func vhdxFileSystem(path string) (string, error) {
+	h, err := readVHDX(path)
+	if err != nil {
+		return "", err
+	}
+	fs, err := h.FileSystemDir(path)
+	if err != nil {
+		return "", errorf(computecore.E_INVALIDARG, "virtual disk %q: %v", path, err)
+	}
+	return fs, nil
 }
 
 // readVHDX reads an emulated VHDX's header. A file that is not one is ERROR_FILE_CORRUPT's

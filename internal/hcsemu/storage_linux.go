@@ -43,13 +43,24 @@ type activeLayer struct {
 	Path string `json:"path"`
 	GUID string `json:"guid"`
 	// Disk is the scratch disk (sandbox.vhdx) attached at activation; "" for a folder layer.
-	Disk     string   `json:"disk,omitempty"`
+	Disk string `json:"disk,omitempty"`
+	// DiskFS is the folder of Disk's file system (wire.VHDXHeader.FileSystem); "" in records
+	// of older daemons: Disk + vhdxFSSuffix.
+	DiskFS   string   `json:"diskFS,omitempty"`
 	Prepared bool     `json:"prepared,omitempty"`
 	Parents  []string `json:"parents,omitempty"`
 	// Mounted says the volume is mounted at the mount point.
 	Mounted bool `json:"mounted,omitempty"`
 	// Links are the dosdevices links that make the volume reachable in Wine prefixes.
 	Links []string `json:"links,omitempty"`
+}
+
+// diskFS is the folder of the file system of the layer's disk.
+func (l *activeLayer) diskFS() string {
+	if l.DiskFS != "" {
+		return l.DiskFS
+	}
+	return l.Disk + vhdxFSSuffix
 }
 
 // ScratchDisk is the name of a writable layer's disk, as HCS, hcsshim and containerd name it.
@@ -182,12 +193,13 @@ func (f *storageFilter) Activate(ctx context.Context, a wire.LayerArgs) error {
 	l := &activeLayer{Path: p, GUID: newGUID()}
 	disk := filepath.Join(p, ScratchDisk)
 	if _, err := os.Stat(disk); err == nil {
-		if _, err := readVHDX(disk); err != nil {
+		fs, err := vhdxFileSystem(disk)
+		if err != nil {
 			return err
 		}
-		l.Disk = disk
+		l.Disk, l.DiskFS = disk, fs
 		for _, d := range []string{"Files", "work"} {
-			if err := os.MkdirAll(filepath.Join(disk+vhdxFSSuffix, d), 0o755); err != nil {
+			if err := os.MkdirAll(filepath.Join(fs, d), 0o755); err != nil {
 				return errorf(computecore.E_FAIL, "attaching %q: %v", disk, err)
 			}
 		}
@@ -382,7 +394,7 @@ func (f *storageFilter) mount(l *activeLayer) error {
 		upper string
 	)
 	if l.Disk != "" {
-		upper = filepath.Join(l.Disk+vhdxFSSuffix, "Files")
+		upper = filepath.Join(l.diskFS(), "Files")
 	} else if len(l.Parents) == 0 {
 		// A folder layer on its own (a base layer) is not merged: its mount path is the
 		// folder, whose files callers find under Files (containerd's core/mount appends it).
@@ -407,7 +419,7 @@ func (f *storageFilter) mount(l *activeLayer) error {
 	default:
 		opts := []string{"lowerdir=" + strings.Join(lower, ":"), "index=off", "redirect_dir=off", "metacopy=off"}
 		if upper != "" {
-			opts = append(opts, "upperdir="+upper, "workdir="+filepath.Join(l.Disk+vhdxFSSuffix, "work"))
+			opts = append(opts, "upperdir="+upper, "workdir="+filepath.Join(l.diskFS(), "work"))
 		}
 		if err = os.MkdirAll(target, 0o755); err == nil {
 			if err = unix.Mount("overlay", target, "overlay", 0, strings.Join(opts, ",")); err != nil {

@@ -247,16 +247,46 @@ func ValidateComputeSystem(doc string, hostCPUs int, statPath func(string) error
 		return nil, errorf(computecore.HCS_E_UNSUPPORTED_PROTOCOL_VERSION,
 			"SchemaVersion: %d.%d is not supported (2.x is)", cs.SchemaVersion.Major, cs.SchemaVersion.Minor)
 	}
+	// HostedSystem, Container and VirtualMachine are mutually exclusive (VirtDocs ComputeSystem).
+	n := 0
+	for _, set := range []bool{cs.Container != nil, cs.VirtualMachine != nil, cs.HostedSystem != nil} {
+		if set {
+			n++
+		}
+	}
 	switch {
-	case cs.Container != nil && cs.VirtualMachine != nil:
-		return nil, errorf(computecore.HCS_E_INVALID_JSON, "Container, VirtualMachine: only one of them may be set")
-	case cs.Container == nil && cs.VirtualMachine == nil:
-		return nil, errorf(computecore.HCS_E_INVALID_JSON, "Container: missing required field (or VirtualMachine)")
+	case n > 1:
+		return nil, errorf(computecore.HCS_E_INVALID_JSON, "Container, VirtualMachine, HostedSystem: only one of them may be set")
+	case n == 0:
+		return nil, errorf(computecore.HCS_E_INVALID_JSON, "Container: missing required field (or VirtualMachine, or HostingSystemId and HostedSystem)")
+	case cs.HostedSystem != nil && cs.HostingSystemId == "":
+		return nil, errorf(computecore.HCS_E_INVALID_JSON, "HostingSystemId: missing required field (HostedSystem needs the system hosting it)")
+	case cs.HostingSystemId != "" && cs.HostedSystem == nil:
+		// Assumption: the schema describes a hosted container only as HostedSystem (VirtDocs
+		// ComputeSystem.HostingSystemId: "the system described by HostedSystem"); hcsshim
+		// sends nothing else.
+		return nil, errorf(computecore.HCS_E_INVALID_JSON, "HostedSystem: missing required field (HostingSystemId %q names a host for it)", cs.HostingSystemId)
 	}
 	if c := cs.Container; c != nil {
-		if err := validateContainer(c, cs.HostingSystemId != "", hostCPUs, statPath); err != nil {
+		if err := validateContainer(c, false, hostCPUs, statPath); err != nil {
 			return nil, err
 		}
+	}
+	if cs.VirtualMachine != nil {
+		if err := validateVirtualMachine(&cs, hostCPUs); err != nil {
+			return nil, err
+		}
+	}
+	if cs.HostedSystem != nil {
+		hs, err := decodeHostedSystem(cs.HostedSystem)
+		if err != nil {
+			return nil, err
+		}
+		// Guest paths are checked against the hosting VM (hosted_linux.go), not the host.
+		if err := validateContainer(hs.Container, true, hostCPUs, nil); err != nil {
+			return nil, prefixField(err, "HostedSystem.")
+		}
+		cs.HostedSystem = hs
 	}
 	return &cs, nil
 }

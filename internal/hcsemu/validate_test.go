@@ -43,7 +43,8 @@ func TestValidateComputeSystem(t *testing.T) {
 		{"full container", containerDoc(`{` + storage + `,"Processor":{"Count":2,"Maximum":5000,"Weight":100},` +
 			`"Memory":{"SizeInMB":512},"MappedDirectories":[{"HostPath":"/host","ContainerPath":"C:\\data","ReadOnly":true}],` +
 			`"Networking":{"Namespace":"abc"},"GuestOs":{"HostName":"h"}}`), 0, ""},
-		{"utility VM", `{"SchemaVersion":{"Major":2,"Minor":1},"VirtualMachine":{}}`, 0, ""},
+		{"utility VM", `{"SchemaVersion":{"Major":2,"Minor":1},"VirtualMachine":` + minimalVM + `}`, 0, ""},
+		{"empty utility VM", `{"SchemaVersion":{"Major":2,"Minor":1},"VirtualMachine":{}}`, computecore.HCS_E_INVALID_JSON, "VirtualMachine.Chipset: missing required field"},
 		{"malformed", `{"SchemaVersion":`, computecore.HCS_E_INVALID_JSON, "malformed JSON"},
 		{"trailing data", containerDoc(`{`+storage+`}`) + `{}`, computecore.HCS_E_INVALID_JSON, "after the document"},
 		{"empty", ``, computecore.HCS_E_INVALID_JSON, "empty"},
@@ -59,10 +60,12 @@ func TestValidateComputeSystem(t *testing.T) {
 		{"unsupported schema version", `{"SchemaVersion":{"Major":1,"Minor":0},"Container":{` + storage + `}}`, computecore.HCS_E_UNSUPPORTED_PROTOCOL_VERSION, "SchemaVersion"},
 		{"neither container nor VM", `{"SchemaVersion":{"Major":2,"Minor":1}}`, computecore.HCS_E_INVALID_JSON, "Container: missing required field"},
 		{"both container and VM", `{"SchemaVersion":{"Major":2,"Minor":1},"Container":{` + storage + `},"VirtualMachine":{}}`, computecore.HCS_E_INVALID_JSON, "only one"},
+		{"both container and hosted system", `{"SchemaVersion":{"Major":2,"Minor":1},"HostingSystemId":"uvm","Container":{` + storage + `},"HostedSystem":{}}`, computecore.HCS_E_INVALID_JSON, "only one"},
 		{"missing storage", containerDoc(`{}`), computecore.HCS_E_INVALID_JSON, "Container.Storage: missing required field"},
 		{"missing storage path", containerDoc(`{"Storage":{}}`), computecore.HCS_E_INVALID_JSON, "Container.Storage.Path: missing required field"},
 		{"storage path does not exist", containerDoc(`{"Storage":{"Path":"/nope"}}`), computecore.E_PATH_NOT_FOUND, `Container.Storage.Path: "/nope"`},
-		{"hosted container needs no storage path", `{"SchemaVersion":{"Major":2,"Minor":1},"HostingSystemId":"uvm","Container":{}}`, 0, ""},
+		{"hosted container", `{"SchemaVersion":{"Major":2,"Minor":1},"HostingSystemId":"uvm","HostedSystem":{"SchemaVersion":{"Major":2,"Minor":1},"Container":{"Storage":{"Path":"C:\\c"}}}}`, 0, ""},
+		{"hosting system without hosted system", `{"SchemaVersion":{"Major":2,"Minor":1},"HostingSystemId":"uvm","Container":{}}`, computecore.HCS_E_INVALID_JSON, "HostedSystem: missing required field"},
 		{"negative count", containerDoc(`{` + storage + `,"Processor":{"Count":-1}}`), computecore.E_INVALIDARG, "Container.Processor.Count: -1"},
 		{"fractional count", containerDoc(`{` + storage + `,"Processor":{"Count":1.5}}`), computecore.E_INVALIDARG, "Container.Processor.Count: 1.5"},
 		{"count overflows", containerDoc(`{` + storage + `,"Processor":{"Count":4294967296}}`), computecore.E_INVALIDARG, "Container.Processor.Count"},
@@ -140,6 +143,7 @@ func FuzzValidateDocument(f *testing.F) {
 	f.Add(containerDoc(`{"Storage":{"Path":"/vol"}}`))
 	f.Add(containerDoc(`{"Storage":{"Pathx":"/vol"}}`))
 	f.Add(`{"SchemaVersion":{"Major":2,"Minor":1},"VirtualMachine":{}}`)
+	f.Add(`{"SchemaVersion":{"Major":2,"Minor":1},"VirtualMachine":` + minimalVM + `}`)
 	f.Add(`{`)
 	f.Fuzz(func(t *testing.T, doc string) {
 		cs, err := ValidateComputeSystem(doc, 2, nil)
@@ -149,7 +153,8 @@ func FuzzValidateDocument(f *testing.F) {
 				t.Fatalf("error %v is not an *Error", err)
 			}
 			switch e.HResult {
-			case computecore.HCS_E_INVALID_JSON, computecore.E_INVALIDARG, computecore.HCS_E_UNSUPPORTED_PROTOCOL_VERSION:
+			case computecore.HCS_E_INVALID_JSON, computecore.E_INVALIDARG, computecore.HCS_E_UNSUPPORTED_PROTOCOL_VERSION,
+				computecore.E_NOTIMPL, errAlreadyExists:
 			default:
 				t.Fatalf("unexpected HRESULT %v for %q", e.HResult, doc)
 			}

@@ -24,7 +24,7 @@ const pipePrefix = `\\.\pipe\`
 var ErrNoWindowsSection = fmt.Errorf("runhcs runs Windows containers: spec has no windows section: %w", errdefs.ErrInvalidArgument)
 
 // ContainerDocument builds the HCS document of a process-isolated Windows container from its
-// spec (the caller chose process isolation: RequireProcessIsolation). storagePath is the volume the container's layers are mounted at; parents are its
+// spec (the caller chose process isolation: ResolveIsolation). storagePath is the volume the container's layers are mounted at; parents are its
 // read-only layer folders, nearest first. A linux section (which ctr adds beside windows
 // when run with --platform windows/amd64 on a Linux host) is ignored.
 func ContainerDocument(s *specs.Spec, storagePath string, parents []string) (*schema2.ComputeSystem, error) {
@@ -182,6 +182,9 @@ func CredentialSpec(s *specs.Spec) (string, error) {
 // layerID derives a stable GUID for a layer folder from its name. On Windows HCS's
 // NameToGuid (vmcompute.dll) would supply it; the document only needs the id to be stable
 // and distinct per layer, which a name-based (version 5 style) UUID of the folder name is.
+// LayerID is the id of the layer folder path, as the container document names it.
+func LayerID(path string) string { return layerID(path) }
+
 func layerID(path string) string {
 	name := path
 	if i := strings.LastIndexAny(strings.TrimRight(path, `/\`), `/\`); i >= 0 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/openhcs/runhcs/protocols/options"
 )
@@ -59,11 +60,28 @@ func ChooseIsolation(s *specs.Spec, opts *options.Options) (_ Isolation, askedBy
 	return IsolationProcess, ""
 }
 
-// RequireProcessIsolation refuses a task that asks for Hyper-V isolation, naming what asked:
-// this shim does not implement utility VMs yet. It is the one place that refuses it.
-func RequireProcessIsolation(s *specs.Spec, opts *options.Options) error {
-	if iso, askedBy := ChooseIsolation(s, opts); iso != IsolationProcess {
-		return fmt.Errorf("%s: %s isolation is not supported by this shim yet: %w", askedBy, iso, errdefs.ErrNotImplemented)
+// ResolveIsolation decides a task's isolation from its spec and the runtime options, and
+// records a Hyper-V choice in the spec: with sandbox_isolation=HYPERVISOR the spec gets an
+// empty windows.hyperv section (as hcsshim's createInternal in
+// cmd/containerd-shim-runhcs-v1/service_internal.go fills it, so containerd need not), and so
+// does a spec that asked through the legacy pod annotation. A spec that carries windows.hyperv
+// (or the legacy annotation) while non-empty runtime options say PROCESS is refused, as hcsshim
+// refuses it ("invalid runtime sandbox isolation (PROCESS) for hypervisor isolated OCI spec"):
+// the runtime handler chose process isolation. Empty options (or none) are not a choice;
+// sandbox_isolation=PROCESS alone is indistinguishable from them on the wire, as in hcsshim.
+func ResolveIsolation(s *specs.Spec, opts *options.Options) (Isolation, error) {
+	iso, askedBy := ChooseIsolation(s, opts)
+	if iso == IsolationProcess {
+		return IsolationProcess, nil
 	}
-	return nil
+	if opts.GetSandboxIsolation() != options.Options_HYPERVISOR && opts != nil && !proto.Equal(opts, &options.Options{}) {
+		return 0, fmt.Errorf("%s asks for Hyper-V isolation, but the runtime options say sandbox_isolation=%s: %w", askedBy, opts.GetSandboxIsolation(), errdefs.ErrInvalidArgument)
+	}
+	if s.Windows == nil {
+		return 0, ErrNoWindowsSection
+	}
+	if s.Windows.HyperV == nil {
+		s.Windows.HyperV = &specs.WindowsHyperV{}
+	}
+	return IsolationHyperV, nil
 }

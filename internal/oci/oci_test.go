@@ -299,43 +299,55 @@ func TestLayerIDStable(t *testing.T) {
 	}
 }
 
-// TestIsolation: each way of asking for Hyper-V isolation is recognised and named in the one
-// refusal; a spec that asks for nothing is process-isolated.
+// TestIsolation: each way of asking for Hyper-V isolation is recognised and recorded as a
+// windows.hyperv section; a spec that asks for nothing is process-isolated; a Hyper-V spec under
+// non-empty PROCESS options is refused naming what asked (hcsshim's createInternal).
 func TestIsolation(t *testing.T) {
 	tests := []struct {
-		name   string
-		mutate func(*specs.Spec)
-		opts   *options.Options
-		want   Isolation
-		named  string
+		name    string
+		mutate  func(*specs.Spec)
+		opts    *options.Options
+		want    Isolation
+		refused string // the error names this; "" = not refused
 	}{
 		{"default", func(*specs.Spec) {}, nil, IsolationProcess, ""},
 		{"process option", func(*specs.Spec) {}, &options.Options{SandboxIsolation: options.Options_PROCESS}, IsolationProcess, ""},
 		{"other annotation value", func(s *specs.Spec) {
 			s.Annotations = map[string]string{AnnotationLegacyIsolation: "process"}
 		}, nil, IsolationProcess, ""},
-		{"spec section", func(s *specs.Spec) { s.Windows.HyperV = &specs.WindowsHyperV{} }, nil, IsolationHyperV, "windows.hyperv"},
-		{"runtime option", func(*specs.Spec) {}, &options.Options{SandboxIsolation: options.Options_HYPERVISOR}, IsolationHyperV, "sandbox_isolation"},
+		{"spec section", func(s *specs.Spec) { s.Windows.HyperV = &specs.WindowsHyperV{} }, nil, IsolationHyperV, ""},
+		{"runtime option", func(*specs.Spec) {}, &options.Options{SandboxIsolation: options.Options_HYPERVISOR}, IsolationHyperV, ""},
 		{"legacy annotation", func(s *specs.Spec) {
 			s.Annotations = map[string]string{AnnotationLegacyIsolation: "hyperv"}
-		}, nil, IsolationHyperV, AnnotationLegacyIsolation},
+		}, nil, IsolationHyperV, ""},
+		// sandbox_isolation=PROCESS alone encodes as empty options: not a choice (hcsshim).
+		{"spec section, bare process option", func(s *specs.Spec) { s.Windows.HyperV = &specs.WindowsHyperV{} },
+			&options.Options{SandboxIsolation: options.Options_PROCESS}, IsolationHyperV, ""},
+		{"spec section under process options", func(s *specs.Spec) { s.Windows.HyperV = &specs.WindowsHyperV{} },
+			&options.Options{SandboxIsolation: options.Options_PROCESS, LogLevel: "info"}, 0, "windows.hyperv"},
+		{"legacy annotation under process options", func(s *specs.Spec) {
+			s.Annotations = map[string]string{AnnotationLegacyIsolation: "hyperv"}
+		}, &options.Options{VmMemorySizeInMb: 2048}, 0, AnnotationLegacyIsolation},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := baseSpec()
 			tc.mutate(s)
-			if got, _ := ChooseIsolation(s, tc.opts); got != tc.want {
-				t.Errorf("ChooseIsolation = %v, want %v", got, tc.want)
-			}
-			err := RequireProcessIsolation(s, tc.opts)
-			if tc.want == IsolationProcess {
-				if err != nil {
-					t.Errorf("RequireProcessIsolation: %v", err)
+			got, err := ResolveIsolation(s, tc.opts)
+			if tc.refused != "" {
+				if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), tc.refused) || !strings.Contains(err.Error(), "PROCESS") {
+					t.Fatalf("ResolveIsolation: %v, want InvalidArgument naming %q and PROCESS", err, tc.refused)
 				}
 				return
 			}
-			if !errdefs.IsNotImplemented(err) || !strings.Contains(err.Error(), tc.named) || !strings.Contains(err.Error(), "Hyper-V") {
-				t.Errorf("RequireProcessIsolation: %v, want NotImplemented naming %q", err, tc.named)
+			if err != nil {
+				t.Fatalf("ResolveIsolation: %v", err)
+			}
+			if got != tc.want {
+				t.Errorf("ResolveIsolation = %v, want %v", got, tc.want)
+			}
+			if hv := s.Windows.HyperV != nil; hv != (tc.want == IsolationHyperV) {
+				t.Errorf("windows.hyperv set = %v for %v isolation", hv, got)
 			}
 		})
 	}

@@ -30,7 +30,8 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 		return nil, fmt.Errorf("OCI spec of %s: process: missing: %w", req.ID, errdefs.ErrInvalidArgument)
 	}
 	oci.ApplyOptions(spec, opts)
-	if err := oci.RequireProcessIsolation(spec, opts); err != nil {
+	iso, err := oci.ResolveIsolation(spec, opts)
+	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", req.ID, err)
 	}
 	// The request's terminal flag is what the client set its stdio up for.
@@ -47,6 +48,12 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 	}
 	if chain == nil {
 		return nil, fmt.Errorf("task %s: no rootfs: neither a %q rootfs mount nor windows.layerFolders: %w", req.ID, layers.MountType, errdefs.ErrInvalidArgument)
+	}
+	if iso == oci.IsolationHyperV {
+		return s.createHyperV(ctx, req, spec, opts, chain)
+	}
+	if err := s.refuseMixedPod(req.ID, spec); err != nil {
+		return nil, err
 	}
 	// The storage path is filled in once the layers are mounted.
 	doc, err := oci.ContainerDocument(spec, "pending-mount", chain.Parents)

@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/ttrpc"
 
+	"github.com/openhcs/runhcs/internal/shim/stdio"
 	"github.com/openhcs/runhcs/internal/shim/task"
 	"github.com/openhcs/runhcs/protocols/diag"
 )
@@ -19,13 +20,15 @@ import (
 // a dump larger than this is cut, and says so).
 const maxStacksSize = 3 << 20
 
-// noUtilityVM is why the utility-VM calls of the diag service are not implemented.
-const noUtilityVM = "this shim runs process-isolated containers only: there is no utility VM (Hyper-V isolation is not implemented)"
+// noUtilityVM is why the utility-VM calls of the diag service are not implemented for a shim
+// that serves a process-isolated pod.
+const noUtilityVM = "this shim serves no Hyper-V pod: there is no utility VM"
 
 // diagService serves containerd.runhcs.v1.diag.ShimDiag (protocols/diag) for the tasks of one
 // shim, beside its task service and on the same ttrpc server, so the shim's errdefs interceptor
-// (run.go) gives its errors their gRPC codes too. It only reads the service's state: it takes
-// the service's and tasks' locks briefly and never makes an HCS call.
+// (run.go) gives its errors their gRPC codes too. It takes the service's and tasks' locks
+// briefly; its only HCS calls are those of exec and share in a Hyper-V pod's utility VM, made
+// through the sandbox task without a lock.
 type diagService struct{ s *service }
 
 var _ diag.ShimDiagService = diagService{}
@@ -35,16 +38,38 @@ func registerDiag(server *ttrpc.Server, s *service) {
 	diag.RegisterShimDiagService(server, diagService{s})
 }
 
-// DiagExecInHost would run a process in the pod's utility VM. For a process-isolated pod the
-// host is the machine itself, and running arbitrary commands there through the shim's socket is
-// not a diagnostic this shim offers.
-func (diagService) DiagExecInHost(_ context.Context, req *diag.ExecProcessRequest) (*diag.ExecProcessResponse, error) {
-	return nil, fmt.Errorf("exec %q in host: %s: %w", req.GetArgs(), noUtilityVM, errdefs.ErrNotImplemented)
+// DiagExecInHost runs a process in the pod's utility VM, in no container (hcsshim's
+// ExecInUvm), and returns its exit code once it ended. A terminal has one output stream, so
+// asking for a separate stderr with it is refused (as hcsshim does). For a process-isolated
+// pod the host is the machine itself, and running arbitrary commands there through the shim's
+// socket is not a diagnostic this shim offers.
+func (d diagService) DiagExecInHost(ctx context.Context, req *diag.ExecProcessRequest) (*diag.ExecProcessResponse, error) {
+	sandbox := d.s.hyperVSandbox()
+	if sandbox == nil {
+		return nil, fmt.Errorf("exec %q in host: %s: %w", req.GetArgs(), noUtilityVM, errdefs.ErrNotImplemented)
+	}
+	if req.GetTerminal() && req.GetStderr() != "" {
+		return nil, fmt.Errorf("exec %q in the utility VM: a terminal has no separate stderr: %w", req.GetArgs(), errdefs.ErrFailedPrecondition)
+	}
+	code, err := sandbox.ExecInVM(ctx, req.GetArgs(), req.GetWorkdir(), stdio.Config{
+		Stdin: req.GetStdin(), Stdout: req.GetStdout(), Stderr: req.GetStderr(), Terminal: req.GetTerminal(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &diag.ExecProcessResponse{ExitCode: int32(code)}, nil
 }
 
-// DiagShare would share a host folder into the utility VM.
-func (diagService) DiagShare(_ context.Context, req *diag.ShareRequest) (*diag.ShareResponse, error) {
-	return nil, fmt.Errorf("share %q into the utility VM at %q: %s: %w", req.GetHostPath(), req.GetUvmPath(), noUtilityVM, errdefs.ErrNotImplemented)
+// DiagShare shares a host folder into the pod's utility VM (hcsshim's uvm.Share).
+func (d diagService) DiagShare(ctx context.Context, req *diag.ShareRequest) (*diag.ShareResponse, error) {
+	sandbox := d.s.hyperVSandbox()
+	if sandbox == nil {
+		return nil, fmt.Errorf("share %q into the utility VM at %q: %s: %w", req.GetHostPath(), req.GetUvmPath(), noUtilityVM, errdefs.ErrNotImplemented)
+	}
+	if err := sandbox.ShareInVM(ctx, req.GetHostPath(), req.GetUvmPath(), req.GetReadOnly()); err != nil {
+		return nil, err
+	}
+	return &diag.ShareResponse{}, nil
 }
 
 // DiagStacks returns every goroutine's stack. GuestStacks stays empty: there is no guest.

@@ -205,7 +205,7 @@ func tasksString(r *diag.TasksResponse) string {
 }
 
 // TestDiagUtilityVMCalls: the calls that need a utility VM answer NotImplemented (gRPC
-// Unimplemented on the wire), saying why.
+// Unimplemented on the wire) in a shim without a Hyper-V pod, saying why.
 func TestDiagUtilityVMCalls(t *testing.T) {
 	h := newHarness(t)
 	c := serveDiag(t, h.svc)
@@ -229,7 +229,7 @@ func TestDiagUtilityVMCalls(t *testing.T) {
 			t.Errorf("%s: %v, want NotImplemented", tc.name, err)
 			continue
 		}
-		if !strings.Contains(err.Error(), "Hyper-V isolation is not implemented") {
+		if !strings.Contains(err.Error(), "serves no Hyper-V pod") {
 			t.Errorf("%s: %q does not say why", tc.name, err)
 		}
 	}

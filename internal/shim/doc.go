@@ -20,7 +20,8 @@
 //   - service.go: the task API, one method per RPC and nothing else; service_v2.go serves the
 //     same methods as containerd.task.v2.Task, which containerd 1.7 and 2.x call (see start.go).
 //   - create.go: the translation of a Create request (spec, options, layers) into a
-//     task.Config.
+//     task.Config; hyperv.go that of a Hyper-V pod's tasks: the sandbox (its utility VM,
+//     sized from the options and annotations by internal/uvm) and the containers in it.
 //   - events.go: the ordered queue that publishes events to containerd (task.Events).
 //   - diag.go: the containerd.runhcs.v1.diag.ShimDiag service (stacks, tasks, pid) on the
 //     same ttrpc server; cmd/shimdiag is its client.

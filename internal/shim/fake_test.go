@@ -320,3 +320,6 @@ func (f *fakePublisher) all() []publishedEvent {
 	defer f.mu.Unlock()
 	return append([]publishedEvent(nil), f.events...)
 }
+
+// HostProcessorCount makes the fake host a processorCounter (hyperv.go): four processors.
+func (h *fakeHost) HostProcessorCount(context.Context) (uint32, error) { return 4, nil }

@@ -39,3 +39,13 @@ func (s hcsSystem) CreateProcess(ctx context.Context, p *schema2.ProcessParamete
 	}
 	return proc, nil
 }
+
+// HostProcessorCount is the host's logical processor count (processorCounter, hyperv.go), from
+// the service property ProcessorTopology.
+func (h hcsHost) HostProcessorCount(ctx context.Context) (uint32, error) {
+	t, err := h.c.ProcessorTopology(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return t.LogicalProcessorCount, nil
+}

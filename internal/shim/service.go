@@ -332,6 +332,17 @@ func (s *service) Stats(ctx context.Context, req *taskapi.StatsRequest) (*taskap
 	if err != nil {
 		return nil, err
 	}
+	// A Hyper-V pod's sandbox task reports its utility VM only (hcsshim's
+	// task_wcow_podsandbox.go Stats): it is no container.
+	if vm, err := t.VMStatistics(ctx); err != nil {
+		return nil, err
+	} else if vm != nil {
+		a, err := typeurl.MarshalAnyToProto(&stats.Statistics{Vm: vm})
+		if err != nil {
+			return nil, err
+		}
+		return &taskapi.StatsResponse{Stats: a}, nil
+	}
 	st, err := t.Statistics(ctx)
 	if err != nil {
 		return nil, err

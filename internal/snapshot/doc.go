@@ -14,8 +14,11 @@
 // folders, nearest first>. So the shim works with either snapshotter.
 //
 // An active snapshot is a scratch layer: its Files/ is created at Prepare and becomes the
-// overlayfs upper directory when the shim mounts it (wclayer.Layers.Mount); committing it keeps the
-// folder as it stands, which is then a read-only layer. A view has no Files/ and mounts
+// overlayfs upper directory when the shim mounts it (wclayer.Layers.Mount); beside it
+// sandbox.vhdx, as on Windows, is hcsemu's emulated disk whose file system is the folder itself
+// (wire.VHDXHeader), which a utility VM attaches on SCSI for a Hyper-V isolated container.
+// Committing it keeps the folder as it stands (without the disk), which is then a read-only
+// layer. A view has no Files/ and mounts
 // read-only. Commit and Remove refuse (errdefs.ErrFailedPrecondition) while the snapshot is
 // mounted, that is while a container uses it.
 //
@@ -30,8 +33,8 @@
 // containerd does (bytes win over GB); a folder scratch has no size to set, so under the
 // emulator they are recorded only. containerd.io/snapshot/io.microsoft.vm.storage.scratch
 // asks for a utility VM scratch: as containerd, it requires the base layer to have a
-// UtilityVM folder, and creates the scratch as the folder vm/ (a scratch layer) in the
-// snapshot.
+// UtilityVM folder, and creates the scratch as the folder vm/ (a scratch layer, with its
+// vm/sandbox.vhdx) in the snapshot.
 //
 // # Differ
 //

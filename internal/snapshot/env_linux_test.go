@@ -1,12 +1,14 @@
 package snapshot
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
+	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 	"github.com/openhcs/runhcs/internal/wclayer"
 
 	"github.com/openhcs/runhcs/internal/testenv"
@@ -52,8 +54,27 @@ func checkUVMScratch(t *testing.T, dir, base string) {
 	if fi, err := os.Stat(wclayer.FilesPath(vm)); err != nil || !fi.IsDir() {
 		t.Fatalf("no utility VM scratch folder %s: %v", wclayer.FilesPath(vm), err)
 	}
+	checkScratchDisk(t, vm)
 	chain, err := wclayer.ReadLayerChain(vm)
 	if want := []string{filepath.Join(base, wclayer.UtilityVMDir)}; err != nil || !reflect.DeepEqual(chain, want) {
 		t.Fatalf("utility VM scratch's layer chain = %v, %v; want %v", chain, err, want)
+	}
+}
+
+// checkScratchDisk checks the emulated sandbox.vhdx of the scratch folder dir: hcsemu's format,
+// with the folder itself as its file system, so a utility VM mounting the disk sees its Files/.
+func checkScratchDisk(t *testing.T, dir string) {
+	t.Helper()
+	p := filepath.Join(dir, emulatedScratchDisk)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("no scratch disk: %v", err)
+	}
+	var h wire.VHDXHeader
+	if err := json.Unmarshal(b, &h); err != nil || h.Format != wire.VHDXFormat || h.VirtualSize == 0 {
+		t.Fatalf("%s = %s, %v: not an emulated VHDX", p, b, err)
+	}
+	if fs, err := h.FileSystemDir(p); err != nil || fs != dir {
+		t.Fatalf("file system of %s = %q, %v; want the folder %s", p, fs, err, dir)
 	}
 }

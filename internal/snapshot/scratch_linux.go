@@ -11,11 +11,35 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 
+	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 	"github.com/openhcs/runhcs/internal/wclayer"
 )
 
 // Under the emulator a scratch layer is a folder: Files/ is the overlayfs upper directory once
 // the shim mounts it (see doc.go). scratch_windows.go makes the VHDX scratch of real Windows.
+// Beside Files/ the folder holds sandbox.vhdx, as on Windows, in hcsemu's emulated format
+// (wire.VHDXHeader) naming the folder itself as its file system: a Hyper-V isolated container's
+// scratch reaches its utility VM as that disk on SCSI (hcsshim attaches <scratch>\sandbox.vhdx),
+// and it is the same Files/ a process-isolated container writes.
+
+// emulatedScratchDisk is the disk file of a scratch layer, named as on Windows.
+const emulatedScratchDisk = "sandbox.vhdx"
+
+// Default virtual sizes of the emulated disks, when no label asks for another: 20 GB for a
+// container's scratch and 10 GB for a utility VM's (containerd/containerd#4912).
+const (
+	defaultScratchBytes    = 20 << 30
+	defaultUVMScratchBytes = 10 << 30
+)
+
+// writeScratchDisk writes the emulated sandbox.vhdx of the scratch folder dir.
+func writeScratchDisk(dir string, size uint64) error {
+	p := filepath.Join(dir, emulatedScratchDisk)
+	if err := os.WriteFile(p, wire.EncodeVHDX(size, "."), 0o644); err != nil {
+		return fmt.Errorf("writing the scratch disk %s: %w", p, err)
+	}
+	return nil
+}
 
 // prepareScratch makes the scratch of the active snapshot key in its folder dir, over parents
 // (nearest first).
@@ -27,6 +51,13 @@ func (s *Snapshotter) prepareScratch(ctx context.Context, key, dir string, paren
 		if err := wclayer.WriteLayerChain(dir, parents); err != nil {
 			return fmt.Errorf("snapshot %q: %w", key, err)
 		}
+	}
+	diskSize := size
+	if diskSize == 0 {
+		diskSize = defaultScratchBytes
+	}
+	if err := writeScratchDisk(dir, diskSize); err != nil {
+		return fmt.Errorf("snapshot %q: %w", key, err)
 	}
 	if _, ok := labels[LabelUVMScratch]; ok {
 		if err := makeUVMScratch(dir, parents); err != nil {
@@ -55,13 +86,16 @@ func makeUVMScratch(dir string, parents []string) error {
 	if err := os.MkdirAll(wclayer.FilesPath(vm), 0o755); err != nil {
 		return fmt.Errorf("creating utility VM scratch: %w", err)
 	}
+	if err := writeScratchDisk(vm, defaultUVMScratchBytes); err != nil {
+		return err
+	}
 	return wclayer.WriteLayerChain(vm, []string{filepath.Join(base, wclayer.UtilityVMDir)})
 }
 
 // commitScratch readies the unmounted scratch folder of key for Commit. The folder is already a
 // layer: only the overlayfs work folder and mount point go.
 func (s *Snapshotter) commitScratch(ctx context.Context, key, dir string) error {
-	for _, leftover := range []string{"work", "volume", ".mount.lock"} {
+	for _, leftover := range []string{"work", "volume", ".mount.lock", emulatedScratchDisk} {
 		if err := os.RemoveAll(filepath.Join(dir, leftover)); err != nil {
 			return fmt.Errorf("committing snapshot %q: %w", key, err)
 		}

@@ -15,6 +15,11 @@
 //	                        order flips every round), plus the serving shim's VmRSS; it prints a
 //	                        table of medians and p90s with the ratios runhcs/runc
 //
+// BenchmarkHyperVPod (Linux, root; run with -benchtime=30x or more) times a pod's start to its
+// container's first output, a Hyper-V pod's (its utility VM booted by hcsemu, the container
+// hosted in it) beside a process-isolated pod's, interleaved, and reads the emulated VM init's
+// RSS; it prints p50 and p90. They are emulator figures, not Hyper-V's.
+//
 // hack/bench-shim.sh builds the runc shim, installs runc if missing and runs compare. None of
 // this is part of CI: `go test ./test/bench/` without -bench runs only the unit tests of the
 // helpers (the image writer and the percentiles).

@@ -10,11 +10,24 @@ var hiveData = append([]byte("regf"), make([]byte, 508)...)
 // BaseOptions tune BaseLayer.
 type BaseOptions struct {
 	// UtilityVM adds UtilityVM/Files/…, the boot files a base layer of a Hyper-V capable image
-	// has (boot manager and BCD store, as placeholders), so utility VMs can be made from it.
+	// has (boot manager and BCD store, as placeholders), and UtilityVM/SystemTemplate.vhdx, so
+	// utility VMs can be made from it.
 	UtilityVM bool
 	// Extra entries to add to the base layer.
 	Extra []Entry
+	// OSVersion is the Windows build the layer is of ("10.0.17763.1"), recorded in OSBuildFile
+	// under Files/ (and under UtilityVM/Files/ with UtilityVM); "" means DefaultOSVersion.
+	OSVersion string
 }
+
+// OSBuildFile is where a base layer records the Windows build it is of, relative to an OS file
+// tree (a layer's Files/, the container's C:\, and a utility VM's UtilityVM/Files/): one line,
+// "major.minor.build.revision". It is hcsemu's convention, not Windows': real base layers carry
+// the build in the SOFTWARE registry hive (Windows\System32\config\SOFTWARE, CurrentVersion),
+// which the emulator cannot read. hcsemu reads this file to check image and host builds as HCS
+// does (internal/hcsemu/osbuild.go); a layer without it is of an unknown build, and no check is
+// made for it.
+const OSBuildFile = "Windows/System32/hcsemu-osbuild.txt"
 
 // BaseLayer is a Windows base layer holding the workload binary at Files/workload/workload.exe and
 // Files/Windows/System32/workload.exe, the usual Windows folders and the registry hive deltas.
@@ -28,6 +41,11 @@ func BaseLayer(workload []byte, o BaseOptions) Layer {
 	add(Entry{Path: "Files/Users/Public", Dir: true})
 	add(Entry{Path: "Files/ProgramData", Dir: true, Attributes: FileAttributeDirectory | FileAttributeHidden})
 	add(Entry{Path: "Files/License.txt", Data: []byte("runhcs test image: not Windows, only its layer format.\r\n")})
+	build := o.OSVersion
+	if build == "" {
+		build = DefaultOSVersion
+	}
+	add(Entry{Path: "Files/" + OSBuildFile, Data: []byte(build + "\r\n")})
 	for _, h := range baseHives {
 		add(Entry{Path: "Hives/" + h, Data: hiveData})
 	}
@@ -35,6 +53,11 @@ func BaseLayer(workload []byte, o BaseOptions) Layer {
 		add(Entry{Path: "UtilityVM/Files/EFI/Microsoft/Boot/bootmgfw.efi", Data: []byte("placeholder boot manager")})
 		add(Entry{Path: "UtilityVM/Files/EFI/Microsoft/Boot/BCD", Data: []byte("placeholder BCD store")})
 		add(Entry{Path: "UtilityVM/Files/Windows/System32/workload.exe", Data: workload})
+		add(Entry{Path: "UtilityVM/Files/" + OSBuildFile, Data: []byte(build + "\r\n")})
+		// The utility VM's scratch template, which containerd's snapshotter and hcsshim copy to
+		// <snapshot>\vm\sandbox.vhdx: an empty disk in hcsemu's emulated VHDX format (a JSON
+		// header; internal/hcsemu/storage.go), 10 GB, the default UVM scratch size.
+		add(Entry{Path: "UtilityVM/SystemTemplate.vhdx", Data: []byte(`{"format":"hcsemu-vhdx","virtualSize":10737418240}`)})
 	}
 	l.Entries = append(l.Entries, o.Extra...)
 	return l

@@ -156,6 +156,12 @@ func TestDefaultImage(t *testing.T) {
 		}
 	}
 
+	for _, f := range []string{"Files/" + OSBuildFile, "UtilityVM/Files/" + OSBuildFile} {
+		if got := strings.TrimSpace(string(baseFiles[f])); got != DefaultOSVersion {
+			t.Errorf("%s = %q, want the image's build %s", f, got, DefaultOSVersion)
+		}
+	}
+
 	upper := layerTar(t, files, m.Layers[1])
 	if m.Layers[1].MediaType != ocispec.MediaTypeImageLayer {
 		t.Errorf("uncompressed layer media type = %s", m.Layers[1].MediaType)

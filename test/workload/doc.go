@@ -22,6 +22,8 @@
 //	                      events) until killed
 //	alloc MB [SECONDS]    allocate and touch MB MiB, print "allocated MB MiB", hold it SECONDS
 //	spin SECONDS          keep one CPU busy for SECONDS
+//	ps                    print the processes it can see, "PID NAME" a line, sorted by PID (Linux:
+//	                      from /proc, C:\proc in a utility VM of hcsemu; elsewhere an error)
 //	listen ADDRESS        TCP echo server: listen on ADDRESS (host:port), print "listening ADDRESS"
 //	                      (the address bound), then for each connection read one line and answer
 //	                      "echo: LINE", until killed

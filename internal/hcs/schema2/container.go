@@ -121,3 +121,14 @@ type Device struct {
 	LocationPath       string `json:"LocationPath,omitempty"`
 	IdType             string `json:"IdType,omitempty"`
 }
+
+// HostedSystem is ComputeSystem.HostedSystem: a container created inside a utility VM, the
+// system named by ComputeSystem.HostingSystemId, which must exist and run (VirtDocs
+// HostedSystem, ComputeSystem). Its Container names guest paths: Storage.Path is where a
+// MappedVirtualDisk guest request mounted the scratch (with CombinedLayers applied there),
+// Storage.Layers[].Path are VSMB share paths (VSMBGuestPath), MappedDirectories[].HostPath VSMB
+// share paths or guest mount paths, MappedPipes[].HostPath VSMBGuestPipePath of a mapped pipe.
+type HostedSystem struct {
+	SchemaVersion *Version   `json:"SchemaVersion,omitempty"`
+	Container     *Container `json:"Container,omitempty"`
+}

@@ -34,7 +34,9 @@ const (
 )
 
 // Resource paths of a utility VM, from the same source (internal/hcs/resourcepaths/
-// virtualmachine.go in hcsshim). The …Format ones take fmt arguments.
+// virtualmachine.go in hcsshim) and Microsoft's table of valid pairs (VirtDocs
+// Reference/HcsModifyComputeSystem.md). The …Format ones take fmt arguments. Memory and
+// processor-limit requests carry no RequestType (hcsshim sends none).
 const (
 	// ResourcePathVMMemory takes the new size in MiB as a bare JSON number.
 	ResourcePathVMMemory = "VirtualMachine/ComputeTopology/Memory/SizeInMB"
@@ -44,14 +46,57 @@ const (
 	ResourcePathVSMBShares = "VirtualMachine/Devices/VirtualSmb/Shares"
 	// ResourcePathPlan9Shares takes a Plan9Share.
 	ResourcePathPlan9Shares = "VirtualMachine/Devices/Plan9/Shares"
-	// ResourcePathSCSIFormat takes the controller key and the LUN; settings are an Attachment.
+	// ResourcePathSCSIFormat takes the controller key and the LUN (0-63); Add takes an
+	// Attachment, Remove no Settings.
 	ResourcePathSCSIFormat = "VirtualMachine/Devices/Scsi/%s/Attachments/%d"
 	// ResourcePathNetworkAdapterFormat takes the adapter key; settings are a NetworkAdapter.
 	ResourcePathNetworkAdapterFormat = "VirtualMachine/Devices/NetworkAdapters/%s"
 	// ResourcePathComPortFormat takes the port number; settings are a ComPort.
 	ResourcePathComPortFormat = "VirtualMachine/Devices/ComPorts/%d"
-	// ResourcePathMappedPipeFormat takes the pipe name; settings are a MappedPipe.
+	// ResourcePathMappedPipeFormat takes the host pipe path (\\.\pipe\name); Add and Remove
+	// carry no Settings ("Settings should be empty", VirtDocs; hcsshim internal/uvm/pipes.go).
 	ResourcePathMappedPipeFormat = "VirtualMachine/Devices/MappedPipes/%s"
 	// ResourcePathHvSocketServiceFormat takes the service GUID; settings are an HvSocketServiceConfig.
 	ResourcePathHvSocketServiceFormat = "VirtualMachine/Devices/HvSocket/HvSocketConfig/ServiceTable/%s"
 )
+
+// GuestModifySettingRequest is ModifySettingRequest.GuestRequest: a change inside a utility VM's
+// guest, which HCS forwards to the guest compute service over the guest connection (VirtDocs
+// GuestModifySettingRequest). Settings depend on ResourceType: a MappedVirtualDisk, a
+// CombinedLayers or a MappedDirectory.
+type GuestModifySettingRequest struct {
+	ResourceType ModifyResourceType `json:"ResourceType,omitempty"`
+	RequestType  RequestType        `json:"RequestType,omitempty"`
+	Settings     any                `json:"Settings,omitempty"`
+}
+
+// ModifyResourceType is GuestModifySettingRequest.ResourceType (VirtDocs ModifyResourceType).
+type ModifyResourceType string
+
+const (
+	ResourceTypeMemory            ModifyResourceType = "Memory"
+	ResourceTypeMappedDirectory   ModifyResourceType = "MappedDirectory"
+	ResourceTypeMappedPipe        ModifyResourceType = "MappedPipe"
+	ResourceTypeMappedVirtualDisk ModifyResourceType = "MappedVirtualDisk"
+	ResourceTypeCombinedLayers    ModifyResourceType = "CombinedLayers"
+	ResourceTypeNetworkNamespace  ModifyResourceType = "NetworkNamespace"
+	ResourceTypeCimMount          ModifyResourceType = "CimMount"
+)
+
+// MappedVirtualDisk is the Settings of a MappedVirtualDisk guest request: mount the disk at
+// SCSI controller 0, Lun, at the guest path ContainerPath (VirtDocs MappedVirtualDisk; Windows
+// guests mount only controller 0's disks, hcsshim internal/uvm/scsi/backend.go).
+type MappedVirtualDisk struct {
+	ContainerPath string `json:"ContainerPath,omitempty"`
+	Lun           uint8  `json:"Lun,omitempty"`
+}
+
+// CombinedLayers is the Settings of a CombinedLayers guest request: apply the layer filter at
+// the guest path ContainerRootPath (a mounted scratch) with Layers (VSMB share paths, nearest
+// first) as its parents. ScratchPath is ignored for Windows (VirtDocs CombinedLayers). hcsshim
+// omits a FilterType because the inbox guest service rejects it (microsoft/hcsshim#2714).
+type CombinedLayers struct {
+	Layers            []Layer `json:"Layers,omitempty"`
+	ScratchPath       string  `json:"ScratchPath,omitempty"`
+	ContainerRootPath string  `json:"ContainerRootPath,omitempty"`
+}

@@ -2,6 +2,7 @@ package schema2
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -43,6 +44,23 @@ func TestMarshal(t *testing.T) {
 			`{"Timestamp":"2026-01-02T03:04:05Z","Uptime100ns":9}`},
 		{"exit status", &SystemExitStatus{Status: 0, ExitType: NotificationGracefulExit}, `{"Status":0,"ExitType":"GracefulExit"}`},
 		{"system query", &SystemQuery{Ids: []string{"a"}, Types: []SystemType{SystemTypeContainer}}, `{"Ids":["a"],"Types":["Container"]}`},
+		{"hosted", &ComputeSystem{Owner: "o", SchemaVersion: &SchemaV21, HostingSystemId: "p@vm", ShouldTerminateOnLastHandleClosed: true,
+			HostedSystem: &HostedSystem{SchemaVersion: &SchemaV21, Container: &Container{Storage: &Storage{Path: `C:\mounts\scsi\m0`,
+				Layers: []Layer{{Id: "1", Path: VSMBGuestPath("s1")}}}}}},
+			`{"Owner":"o","SchemaVersion":{"Major":2,"Minor":1},"HostingSystemId":"p@vm","HostedSystem":{"SchemaVersion":{"Major":2,"Minor":1},` +
+				`"Container":{"Storage":{"Layers":[{"Id":"1","Path":"\\\\?\\VMSMB\\VSMB-{dcc079ae-60ba-4d07-847c-3493609c0870}\\s1"}],"Path":"C:\\mounts\\scsi\\m0"}}},` +
+				`"ShouldTerminateOnLastHandleClosed":true}`},
+		{"guest request", &ModifySettingRequest{ResourcePath: fmt.Sprintf(ResourcePathSCSIFormat, "c", 1), RequestType: RequestTypeAdd,
+			Settings:     &Attachment{Type: "VirtualDisk", Path: `C:\s.vhdx`},
+			GuestRequest: &GuestModifySettingRequest{ResourceType: ResourceTypeMappedVirtualDisk, RequestType: RequestTypeAdd, Settings: &MappedVirtualDisk{ContainerPath: `C:\m`, Lun: 1}}},
+			`{"ResourcePath":"VirtualMachine/Devices/Scsi/c/Attachments/1","RequestType":"Add","Settings":{"Type":"VirtualDisk","Path":"C:\\s.vhdx"},` +
+				`"GuestRequest":{"ResourceType":"MappedVirtualDisk","RequestType":"Add","Settings":{"ContainerPath":"C:\\m","Lun":1}}}`},
+		{"combined layers", &CombinedLayers{ContainerRootPath: `C:\m`, Layers: []Layer{{Id: "1", Path: "p"}}},
+			`{"Layers":[{"Id":"1","Path":"p"}],"ContainerRootPath":"C:\\m"}`},
+		{"boot", &Uefi{BootThis: &UefiBootEntry{DeviceType: UVMBootDeviceTypeVmbFs, DevicePath: UVMBootDevicePath}},
+			`{"BootThis":{"DeviceType":"VmbFs","DevicePath":"\\EFI\\Microsoft\\Boot\\bootmgfw.efi"}}`},
+		{"processor topology", &ProcessorTopology{LogicalProcessorCount: 2, LogicalProcessors: []LogicalProcessor{{LpIndex: 1, CoreId: 1}}},
+			`{"LogicalProcessorCount":2,"LogicalProcessors":[{"LpIndex":1,"CoreId":1}]}`},
 		{"vm", &ComputeSystem{VirtualMachine: &VirtualMachine{
 			ComputeTopology: &Topology{Memory: &VirtualMachineMemory{SizeInMB: 1024, AllowOvercommit: true}, Processor: &VirtualMachineProcessor{Count: 2}},
 			Devices: &Devices{

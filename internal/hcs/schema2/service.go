@@ -16,3 +16,24 @@ type BasicInformation struct {
 	// does not, and internal/hcs then asks Windows itself (RtlGetVersion).
 	OsVersion string `json:"OsVersion,omitempty"`
 }
+
+// ServicePropertyTypeProcessorTopology is the service property HcsGetServiceProperties answers
+// with a ProcessorTopology (hcsshim internal/processorinfo/host_information.go); the same
+// name as the compute system property PropertyTypeProcessorTopology.
+const ServicePropertyTypeProcessorTopology = PropertyTypeProcessorTopology
+
+// ProcessorTopology is the host's logical processors (VirtDocs ProcessorTopology). hcsshim
+// clamps a utility VM's processor count to LogicalProcessorCount.
+type ProcessorTopology struct {
+	LogicalProcessorCount uint32             `json:"LogicalProcessorCount,omitempty"`
+	LogicalProcessors     []LogicalProcessor `json:"LogicalProcessors,omitempty"`
+}
+
+// LogicalProcessor is one element of ProcessorTopology.LogicalProcessors.
+type LogicalProcessor struct {
+	LpIndex     uint32 `json:"LpIndex,omitempty"`
+	NodeNumber  uint8  `json:"NodeNumber,omitempty"`
+	PackageId   uint32 `json:"PackageId,omitempty"`
+	CoreId      uint32 `json:"CoreId,omitempty"`
+	RootVpIndex int32  `json:"RootVpIndex,omitempty"`
+}

@@ -29,8 +29,10 @@ type Uefi struct {
 	Console                 string         `json:"Console,omitempty"`
 }
 
-// UefiBootEntry is Uefi.BootThis. DeviceType is "ScsiDrive", "VmbFs", "Network" or "File";
-// a utility VM boots from "VmbFs" with VmbFsRootPath set to the base layer's UtilityVM\Files.
+// UefiBootEntry is Uefi.BootThis. DeviceType is "ScsiDrive", "VmbFs", "Network" or "File"
+// (VirtDocs UefiBootDevice). A Windows utility VM boots from "VmbFs" with DevicePath
+// UVMBootDevicePath: the VmbFs root is the VSMB share named UVMOSShareName (the base layer's
+// UtilityVM\Files); hcsshim does not set VmbFsRootPath (internal/uvm/create_wcow.go).
 type UefiBootEntry struct {
 	DeviceType    string `json:"DeviceType,omitempty"`
 	DevicePath    string `json:"DevicePath,omitempty"`
@@ -73,11 +75,14 @@ type VirtualMachineProcessor struct {
 	Reservation uint64 `json:"Reservation,omitempty"`
 }
 
-// ProcessorLimits is the settings of a modify at ResourcePathVMProcessorLimits.
+// ProcessorLimits is the settings of a modify at ResourcePathVMProcessorLimits (VirtDocs
+// ProcessorLimits; Limit 1-100000 where 100000 is all of each processor, Weight 0-10000, per
+// hcsshim pkg/annotations).
 type ProcessorLimits struct {
-	Limit       uint64 `json:"Limit,omitempty"`
-	Weight      uint64 `json:"Weight,omitempty"`
-	Reservation uint64 `json:"Reservation,omitempty"`
+	Limit               uint64 `json:"Limit,omitempty"`
+	Weight              uint64 `json:"Weight,omitempty"`
+	Reservation         uint64 `json:"Reservation,omitempty"`
+	MaximumFrequencyMHz uint32 `json:"MaximumFrequencyMHz,omitempty"`
 }
 
 // Devices is VirtualMachine.Devices. Map keys are names chosen by the caller: the SCSI
@@ -103,15 +108,20 @@ type Scsi struct {
 	Attachments map[string]Attachment `json:"Attachments,omitempty"`
 }
 
-// Attachment is a disk on a SCSI controller. Type is "VirtualDisk", "Iso" or "PassThru".
+// Attachment is a disk on a SCSI controller, and the settings of a modify at
+// ResourcePathSCSIFormat (Add). Type is "VirtualDisk", "Iso", "PassThru" or
+// "ExtensibleVirtualDisk" (the last with ExtensibleVirtualDiskType).
 type Attachment struct {
 	Type        string `json:"Type,omitempty"`
 	Path        string `json:"Path,omitempty"`
 	CachingMode string `json:"CachingMode,omitempty"`
 	ReadOnly    bool   `json:"ReadOnly,omitempty"`
+	// ExtensibleVirtualDiskType names the provider of an "ExtensibleVirtualDisk".
+	ExtensibleVirtualDiskType string `json:"ExtensibleVirtualDiskType,omitempty"`
 }
 
-// NetworkAdapter is a VM NIC bound to an HNS endpoint.
+// NetworkAdapter is a VM NIC bound to an HNS endpoint, and the settings of a modify at
+// ResourcePathNetworkAdapterFormat.
 type NetworkAdapter struct {
 	EndpointId string `json:"EndpointId,omitempty"`
 	MacAddress string `json:"MacAddress,omitempty"`
@@ -143,7 +153,10 @@ type VirtualSmb struct {
 	DirectFileMappingInMB int64             `json:"DirectFileMappingInMB,omitempty"`
 }
 
-// VirtualSmbShare is one VSMB share, also the settings of a modify at ResourcePathVSMBShares.
+// VirtualSmbShare is one VSMB share, also the settings of a modify at ResourcePathVSMBShares:
+// Add (the whole share), Update (only AllowedFiles may change, and only of a share with
+// RestrictFileAccess; hcsshim internal/uvm/vsmb.go) and Remove (only Name). Inside the guest the
+// share is the folder VSMBGuestPath(Name).
 type VirtualSmbShare struct {
 	Name         string                  `json:"Name,omitempty"`
 	Path         string                  `json:"Path,omitempty"`
@@ -207,7 +220,40 @@ type GuestState struct {
 }
 
 // GuestConnection is VirtualMachine.GuestConnection: how HCS talks to the guest compute service.
+// Its presence (even empty, {}) makes HCS connect to the guest: "the virtual machine start will
+// wait until a guest connection is established" (VirtDocs VirtualMachine), and only then can
+// HCS create hosted systems in it and forward GuestRequests.
 type GuestConnection struct {
 	UseVsock            bool `json:"UseVsock,omitempty"`
 	UseConnectedSuspend bool `json:"UseConnectedSuspend,omitempty"`
+	// UseHostTimeZone is new in schema 2.4.
+	UseHostTimeZone bool `json:"UseHostTimeZone,omitempty"`
 }
+
+// Facts of Windows utility VMs that the VM document and the guest paths in a hosted container's
+// document depend on; they are hcsshim's, which is the record of what HCS and the inbox guest
+// service accept.
+const (
+	// UVMOSShareName is the VSMB share a Windows utility VM boots from (its VmbFs root): the
+	// boot layer's UtilityVM\Files (hcsshim internal/uvm/create_wcow.go:prepareConfigDoc).
+	UVMOSShareName = "os"
+	// UVMBootDevicePath is Uefi.BootThis.DevicePath of a utility VM, relative to the VmbFs root
+	// (hcsshim internal/wclayer/legacy.go BootDirRelativePath + "bootmgfw.efi").
+	UVMBootDevicePath = `\EFI\Microsoft\Boot\bootmgfw.efi`
+	// UVMBootDeviceTypeVmbFs is Uefi.BootThis.DeviceType of a utility VM.
+	UVMBootDeviceTypeVmbFs = "VmbFs"
+	// VSMBGuestPathPrefix is where the guest sees VSMB shares: share s is
+	// VSMBGuestPathPrefix + s (hcsshim internal/uvm/vsmb.go vsmbSharePrefix).
+	VSMBGuestPathPrefix = `\\?\VMSMB\VSMB-{dcc079ae-60ba-4d07-847c-3493609c0870}\`
+	// SCSILUNsPerController is how many LUNs ("0".."63") a SCSI controller of a utility VM
+	// has: "fixed by Hyper-V" (hcsshim internal/uvm/start.go).
+	SCSILUNsPerController = 64
+)
+
+// VSMBGuestPath is the path inside a utility VM of the VSMB share named name.
+func VSMBGuestPath(name string) string { return VSMBGuestPathPrefix + name }
+
+// VSMBGuestPipePath is the path inside a utility VM of a host pipe mapped with a modify at
+// ResourcePathMappedPipeFormat: the IPC$ share of VSMB (hcsshim internal/uvm/pipes.go), the
+// HostPath of the hosted container's MappedPipe.
+func VSMBGuestPipePath(pipeName string) string { return VSMBGuestPathPrefix + `IPC$\` + pipeName }

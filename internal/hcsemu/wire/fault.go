@@ -83,6 +83,8 @@ type FaultListReply struct {
 	Stalls  []FaultStall `json:"stalls,omitempty"`
 	Fails   []FaultFail  `json:"fails,omitempty"`
 	DelayMs int64        `json:"delayMs,omitempty"`
+	// VMs are the utility VMs' faults (MethodFaultVM), by VM id.
+	VMs []FaultVMArgs `json:"vms,omitempty"`
 }
 
 // FaultStall is an active stall; Waiting is how many calls it holds now.

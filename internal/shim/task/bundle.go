@@ -33,6 +33,8 @@ type bundleState struct {
 	// InitPid is the init process's pid once it started, so that the delete action reports the
 	// exit of that pid (as runc's shim does) rather than of pid 0.
 	InitPid uint32 `json:"initPid,omitempty"`
+	// VMID is the utility VM a standalone Hyper-V task owns (uvm.go), ended with it.
+	VMID string `json:"vmId,omitempty"`
 	// Namespace is the HNS namespace the shim made for the task's endpoint list, and
 	// Endpoints those endpoints (network.go); empty when CRI made the namespace.
 	Namespace string   `json:"namespace,omitempty"`
@@ -114,6 +116,9 @@ type resources struct {
 	// namespace is the HNS namespace made for endpoints (network.go), removed with them.
 	namespace string
 	endpoints []string
+	// vmRelease gives back what a container hosted in a utility VM borrowed from it (its
+	// storage, shares, pipes), in order of acquisition; release runs them in reverse.
+	vmRelease []func(context.Context) error
 }
 
 // release is the one path that ends what a task holds, in reverse order of acquisition: the
@@ -125,6 +130,11 @@ func release(ctx context.Context, deps Deps, r resources) error {
 	var errs []error
 	if r.sys != nil || r.systemID != "" {
 		if err := terminateSystem(ctx, deps.Host, r.sys, r.systemID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i := len(r.vmRelease) - 1; i >= 0; i-- {
+		if err := r.vmRelease[i](ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -193,6 +203,12 @@ func Cleanup(ctx context.Context, deps Deps, id, bundle string) (initPid uint32,
 		}
 		r.chain = st.Layers
 		r.namespace, r.endpoints = st.Namespace, st.Endpoints
+		if st.VMID != "" {
+			vmID := st.VMID
+			r.vmRelease = []func(context.Context) error{func(ctx context.Context) error {
+				return terminateSystem(ctx, deps.Host, nil, vmID)
+			}}
+		}
 		initPid = st.InitPid
 	} else if spec, err := ReadSpec(bundle); err == nil && spec.Windows != nil {
 		// No state: a shim from before the state existed, or one that died before writing it.

@@ -1,6 +1,7 @@
-// Package task owns the lifecycle of a shim's tasks (process-isolated Windows containers) and
-// of their processes: the state machines, the locks that guard them, and the HCS calls and
-// events that go with each transition. The shim's task service (internal/shim) translates RPCs
+// Package task owns the lifecycle of a shim's tasks (Windows containers, process-isolated or
+// hosted in a Hyper-V pod's utility VM, and such a pod's sandbox) and of their processes: the
+// state machines, the locks that guard them, and the HCS calls and events that go with each
+// transition. The shim's task service (internal/shim) translates RPCs
 // into calls of this package's methods (Task.Start, Task.Kill, Task.Delete, Process.Wait, …)
 // and never sees a lock or a state; the compiler keeps it out, as in containerd's runc shim,
 // whose task service never locks a process.
@@ -25,10 +26,16 @@
 //     Delete, by a failed Create and by the delete action (Cleanup).
 //   - network.go: the HNS namespace a task makes for endpoints its spec lists without a
 //     namespace (as hcsshim does), recorded in the bundle state as soon as it exists.
+//   - uvm.go: Hyper-V isolated pods (hcsshim's model): the sandbox task, which is the pod's
+//     utility VM (internal/uvm) and no container (its init "process" is the VM's life; kill
+//     stops the VM); containers hosted in that VM, whose layers, scratch, mounts and pipes
+//     are borrowed from it and given back in reverse order on release, and which never stop
+//     it; a Hyper-V task outside a pod, which owns a VM of its own (stopped last on release);
+//     and the VM's exit, which ends every process of the pod with one TaskExit each.
 //   - signals.go: what a signal means for a Windows process.
 //   - types.go: the small interfaces it needs (Host, System, HCSProcess, Mounter, Events, HNS) and
 //     Deps, what a task is given instead of a pointer to the service.
 //
-// It imports internal/hcs (errors only), internal/hns, internal/layers, internal/oci and
-// internal/shim/stdio; nothing above them.
+// It imports internal/hcs (errors only), internal/hns, internal/layers, internal/oci,
+// internal/uvm and internal/shim/stdio; nothing above them.
 package task

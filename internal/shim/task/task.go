@@ -22,6 +22,7 @@ import (
 	"github.com/openhcs/runhcs/internal/layers"
 	"github.com/openhcs/runhcs/internal/oci"
 	"github.com/openhcs/runhcs/internal/shim/stdio"
+	"github.com/openhcs/runhcs/internal/uvm"
 	"github.com/openhcs/runhcs/protocols/options"
 )
 
@@ -40,6 +41,11 @@ type Task struct {
 	endpoints []string
 	sys       System
 	init      *Process
+	// vm is the pod's utility VM: owned by a sandbox task (sandbox), borrowed by a hosted
+	// container, whose borrowings vmRelease gives back (uvm.go). nil for process isolation.
+	vm        *uvm.VM
+	sandbox   bool
+	vmRelease []func(context.Context) error
 
 	mu    sync.Mutex
 	execs map[string]*Process
@@ -57,6 +63,8 @@ type Config struct {
 	// Endpoints, when set, are put in an HNS namespace made for the task, which the document
 	// then names (the spec listed endpoints but no namespace; see network.go).
 	Endpoints []string
+	// Hosted, when set, puts the container in its pod's utility VM (uvm.go).
+	Hosted *HostedConfig
 }
 
 // Create mounts the layers and creates and starts the compute system of c (a Windows silo
@@ -79,10 +87,20 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 	// Record what is about to exist before it exists, so the delete action can clean up
 	// after a crash at any point from here on.
 	state := &bundleState{SystemID: c.ID, Layers: c.Chain}
+	if c.Hosted != nil {
+		state.Layers = nil // shared into the VM, not mounted on the host: they go with it
+		if c.Hosted.OwnsVM {
+			state.VMID = c.Hosted.VM.ID()
+		}
+	}
 	if err := writeState(c.Bundle, state); err != nil {
 		return nil, err
 	}
 	acquired.bundle = c.Bundle
+
+	if c.Hosted != nil {
+		return createHostedTask(ctx, deps, c, &acquired)
+	}
 
 	if len(c.Endpoints) > 0 {
 		if deps.HNS == nil {
@@ -125,6 +143,28 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 	return t, nil
 }
 
+// createHostedTask is the rest of Create for a container in a utility VM (uvm.go).
+func createHostedTask(ctx context.Context, deps Deps, c Config, acquired *resources) (*Task, error) {
+	if len(c.Endpoints) > 0 {
+		return nil, fmt.Errorf("task %s: windows.network.endpointList in a Hyper-V pod: utility VM networking is not implemented: %w", c.ID, errdefs.ErrNotImplemented)
+	}
+	sys, err := createHosted(ctx, deps, c, acquired)
+	if err != nil {
+		return nil, err
+	}
+	acquired.sys = sys
+	cctx, cancel := context.WithTimeout(ctx, CreateTimeout)
+	defer cancel()
+	if err := sys.Start(cctx); err != nil {
+		return nil, fmt.Errorf("start compute system %q in utility VM %s: %w", c.ID, c.Hosted.VM.ID(), err)
+	}
+	t := &Task{deps: deps, id: c.ID, bundle: c.Bundle, sys: sys, vm: c.Hosted.VM, vmRelease: acquired.vmRelease, execs: map[string]*Process{}}
+	t.init = newProcess(t, "", c.Process, c.IO)
+	go t.watchVM(deps.Ctx)
+	log.G(ctx).WithFields(log.Fields{"task": c.ID, "system": c.Hosted.VM.ID()}).Info("compute system created in the utility VM")
+	return t, nil
+}
+
 // ID is the task's (and its compute system's) id.
 func (t *Task) ID() string { return t.id }
 
@@ -163,6 +203,10 @@ func (t *Task) Execs() []*Process {
 
 // Exec adds the exec execID, created, not started; the task's init process must be running.
 func (t *Task) Exec(execID string, spec *specs.Process, io stdio.Config) error {
+	if t.sandbox {
+		// hcsshim's wcowPodSandboxTask.CreateExec: the sandbox is no container to exec in.
+		return fmt.Errorf("exec %q in task %s: the sandbox of a Hyper-V pod is its utility VM, not a container (use shimdiag exec): %w", execID, t.id, errdefs.ErrNotImplemented)
+	}
 	if err := t.init.ask(procState.canExec); err != nil {
 		return fmt.Errorf("exec %q in task %s: %w", execID, t.id, err)
 	}
@@ -320,7 +364,7 @@ func (t *Task) afterInitExit(ctx context.Context) {
 	}
 	tctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
 	defer cancel()
-	if err := terminateSystem(tctx, t.deps.Host, t.sys, t.id); err != nil {
+	if err := terminateSystem(tctx, t.deps.Host, t.sys, t.sys.ID()); err != nil {
 		log.G(ctx).WithError(err).WithField("task", t.id).Warn("terminate compute system after init exit")
 	}
 }
@@ -330,7 +374,7 @@ func (t *Task) afterInitExit(ctx context.Context) {
 func (t *Task) cleanup(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
 	defer cancel()
-	return release(cctx, t.deps, resources{sys: t.sys, systemID: t.id, chain: t.chain, bundle: t.bundle, namespace: t.netns, endpoints: t.endpoints})
+	return release(cctx, t.deps, resources{sys: t.sys, systemID: t.sys.ID(), chain: t.chain, bundle: t.bundle, namespace: t.netns, endpoints: t.endpoints, vmRelease: t.vmRelease})
 }
 
 // Pids lists the processes of the task's compute system, with their details and exec ids. It
@@ -383,6 +427,9 @@ func (t *Task) Pids(ctx context.Context) ([]*tasktypes.ProcessInfo, error) {
 
 // Update applies new CPU and memory limits to the compute system.
 func (t *Task) Update(ctx context.Context, res *specs.WindowsResources) error {
+	if t.sandbox {
+		return t.resizeVM(ctx, res)
+	}
 	reqs, err := oci.UpdateRequests(res)
 	if err != nil {
 		return fmt.Errorf("update task %s: %w", t.id, err)

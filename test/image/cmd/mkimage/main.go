@@ -21,7 +21,7 @@ func run() error {
 	out := flag.String("o", "", "output tarball (required)")
 	workload := flag.String("workload", "", "workload binary to put in the image (default: build test/workload for linux/amd64)")
 	name := flag.String("name", image.DefaultName, "image reference the import names the image")
-	osVersion := flag.String("os-version", image.DefaultOSVersion, "config os.version")
+	osVersion := flag.String("os-version", image.DefaultOSVersion, "config os.version, also recorded in the base layer (image.OSBuildFile)")
 	uncompressed := flag.Bool("uncompressed", false, "write uncompressed layers (application/vnd.oci.image.layer.v1.tar)")
 	flag.Parse()
 	if *out == "" || flag.NArg() != 0 {
@@ -47,6 +47,8 @@ func run() error {
 	img := image.Default(data)
 	img.Name = *name
 	img.OSVersion = *osVersion
+	// The base layer records its build too (image.OSBuildFile), as the emulator reads it.
+	img.Layers[0] = image.BaseLayer(data, image.BaseOptions{UtilityVM: true, OSVersion: *osVersion})
 	for i := range img.Layers {
 		img.Layers[i].Uncompressed = *uncompressed
 	}

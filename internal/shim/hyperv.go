@@ -1,0 +1,155 @@
+package shim
+
+import (
+	"context"
+	"fmt"
+
+	taskapi "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/layers"
+	"github.com/openhcs/runhcs/internal/oci"
+	"github.com/openhcs/runhcs/internal/shim/stdio"
+	"github.com/openhcs/runhcs/internal/shim/task"
+	"github.com/openhcs/runhcs/internal/uvm"
+	"github.com/openhcs/runhcs/protocols/options"
+)
+
+// Hyper-V isolated pods, as hcsshim runs them (cmd/containerd-shim-runhcs-v1/pod.go): the
+// shim serves one pod (containerd starts one shim per io.kubernetes.cri.sandbox-id, start.go),
+// whose sandbox task (io.kubernetes.cri.container-type=sandbox) is its utility VM <pod id>@vm,
+// and whose containers (container-type=container, naming the sandbox) are hosted in that VM. A
+// Hyper-V task without those annotations gets a VM of its own (<task id>@vm).
+
+// CRI's container types (the io.kubernetes.cri.container-type annotation).
+const (
+	containerTypeSandbox   = "sandbox"
+	containerTypeContainer = "container"
+)
+
+// processorCounter is what the shim needs to clamp a VM's processors: the host's logical
+// processor count (an *hcs.Client's HostProcessorCount, through hcsHost).
+type processorCounter interface {
+	HostProcessorCount(ctx context.Context) (uint32, error)
+}
+
+// createHyperV creates a task of a Hyper-V isolated pod: the sandbox (its VM) or a container
+// in the pod's VM.
+func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskRequest, spec *specs.Spec, opts *options.Options, chain *layers.Chain) (*task.Task, error) {
+	kind := spec.Annotations[oci.AnnotationContainerType]
+	sandboxID := spec.Annotations[oci.AnnotationSandboxID]
+	io := stdio.Config{Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, Terminal: req.Terminal}
+	switch kind {
+	case containerTypeSandbox:
+		// hcsshim's createPod: the sandbox names itself.
+		if sandboxID != "" && sandboxID != req.ID {
+			return nil, fmt.Errorf("task %s: annotation %s=%q: a sandbox must name itself: %w", req.ID, oci.AnnotationSandboxID, sandboxID, errdefs.ErrFailedPrecondition)
+		}
+		if other := s.hyperVSandbox(); other != nil {
+			return nil, fmt.Errorf("task %s: this shim already serves the Hyper-V pod %s: %w", req.ID, other.ID(), errdefs.ErrAlreadyExists)
+		}
+		o, err := s.vmOptions(ctx, req.ID, spec, opts, chain)
+		if err != nil {
+			return nil, err
+		}
+		return task.CreateSandbox(ctx, s.deps, task.SandboxConfig{ID: req.ID, Bundle: req.Bundle, VM: o, Process: spec.Process, IO: io})
+	case containerTypeContainer:
+		sandbox, err := s.get(sandboxID)
+		if err != nil || sandbox.VM() == nil {
+			return nil, fmt.Errorf("task %s: annotation %s=%q: no Hyper-V pod sandbox of that id in this shim: %w", req.ID, oci.AnnotationSandboxID, sandboxID, errdefs.ErrFailedPrecondition)
+		}
+		doc, err := s.hostedDocument(req.ID, spec, chain)
+		if err != nil {
+			return nil, err
+		}
+		return task.Create(ctx, s.deps, task.Config{
+			ID:       req.ID,
+			Bundle:   req.Bundle,
+			Chain:    chain,
+			Document: doc,
+			Process:  spec.Process,
+			IO:       io,
+			Hosted:   &task.HostedConfig{VM: sandbox.VM(), ScratchDisk: uvm.ScratchDisk(chain.Scratch)},
+		})
+	}
+	if kind != "" {
+		return nil, fmt.Errorf("task %s: annotation %s=%q: want %q or %q: %w",
+			req.ID, oci.AnnotationContainerType, kind, containerTypeSandbox, containerTypeContainer, errdefs.ErrInvalidArgument)
+	}
+	// Outside a pod (no CRI annotations: ctr, the Go client), the task gets a VM of its own,
+	// booted from its own image, as hcsshim's newHcsStandaloneTask does (task_hcs.go).
+	o, err := s.vmOptions(ctx, req.ID, spec, opts, chain)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := s.hostedDocument(req.ID, spec, chain)
+	if err != nil {
+		return nil, err
+	}
+	return task.CreateStandalone(ctx, s.deps, o, task.Config{ID: req.ID, Bundle: req.Bundle, Chain: chain, Document: doc, Process: spec.Process, IO: io}, uvm.ScratchDisk(chain.Scratch))
+}
+
+// vmOptions sizes the utility VM of the task id (<id>@vm) and finds its boot layer among the
+// task's layers.
+func (s *service) vmOptions(ctx context.Context, id string, spec *specs.Spec, opts *options.Options, chain *layers.Chain) (*uvm.Options, error) {
+	pc, ok := s.deps.Host.(processorCounter)
+	if !ok {
+		return nil, fmt.Errorf("task %s: the host cannot report its processors: %w", id, errdefs.ErrNotImplemented)
+	}
+	qctx, cancel := context.WithTimeout(ctx, task.HCSCallTimeout)
+	n, err := pc.HostProcessorCount(qctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("task %s: host processors: %w", id, err)
+	}
+	o, err := uvm.NewOptions(id, oci.Owner, spec, opts, n)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", id, err)
+	}
+	if o.BootLayer, err = uvm.FindBootLayer(chain.Parents); err != nil {
+		return nil, fmt.Errorf("task %s: %w", id, err)
+	}
+	o.ScratchDisk = uvm.VMScratchDisk(chain.Scratch)
+	return o, nil
+}
+
+// hostedDocument is the container document of a task to host in a utility VM (its storage,
+// mounts and pipes are filled in from the VM's shares by the task package).
+func (s *service) hostedDocument(id string, spec *specs.Spec, chain *layers.Chain) (*schema2.ComputeSystem, error) {
+	doc, err := oci.ContainerDocument(spec, "pending-mount", chain.Parents)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", id, err)
+	}
+	doc.Owner = oci.Owner
+	if _, err := oci.ProcessParameters(spec.Process, oci.Stdio{}); err != nil {
+		return nil, fmt.Errorf("task %s: %w", id, err)
+	}
+	return doc, nil
+}
+
+// hyperVSandbox returns the pod's sandbox task if this shim serves a Hyper-V pod.
+func (s *service) hyperVSandbox() *task.Task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.tasks {
+		if t.VM() != nil {
+			return t
+		}
+	}
+	return nil
+}
+
+// refuseMixedPod refuses a process-isolated container in a Hyper-V pod (hcsshim's
+// pod.CreateTask refuses a container whose isolation differs from its pod's).
+func (s *service) refuseMixedPod(id string, spec *specs.Spec) error {
+	sandboxID := spec.Annotations[oci.AnnotationSandboxID]
+	if sandboxID == "" || sandboxID == id {
+		return nil
+	}
+	if t, err := s.get(sandboxID); err == nil && t.VM() != nil {
+		return fmt.Errorf("task %s: a process-isolated container in the Hyper-V pod %s: %w", id, sandboxID, errdefs.ErrFailedPrecondition)
+	}
+	return nil
+}

@@ -1,0 +1,374 @@
+package shim
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	eventstypes "github.com/containerd/containerd/api/events"
+	taskapi "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/containerd/api/types"
+	"github.com/containerd/containerd/v2/core/runtime"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/typeurl/v2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/oci"
+	"github.com/openhcs/runhcs/protocols/diag"
+	"github.com/openhcs/runhcs/protocols/options"
+	"github.com/openhcs/runhcs/protocols/stats"
+)
+
+// hvPod makes the layer folders of a Hyper-V pod's images: a pause base layer with the
+// utility VM's boot files, and two application layers over it.
+func (h *harness) hvLayers() (pause, app1, app2 string) {
+	h.t.Helper()
+	pause = filepath.Join(h.dir, "layers", "pause")
+	boot := filepath.Join(pause, "UtilityVM", "Files", "EFI", "Microsoft", "Boot")
+	if err := os.MkdirAll(boot, 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(boot, "bootmgfw.efi"), nil, 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+	app1, app2 = filepath.Join(h.dir, "layers", "app1"), filepath.Join(h.dir, "layers", "app2")
+	for _, d := range []string{app1, app2} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	return pause, app1, app2
+}
+
+func hyperVOptions(t *testing.T) *anypb.Any {
+	a, err := typeurl.MarshalAnyToProto(&options.Options{SandboxIsolation: options.Options_HYPERVISOR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// hvBundle is a create request of a task of the Hyper-V pod "pod": kind is CRI's container
+// type, parents its layers (nearest first).
+func (h *harness) hvBundle(id, kind string, parents ...string) *taskapi.CreateTaskRequest {
+	h.t.Helper()
+	spec := testSpec()
+	spec.Annotations = map[string]string{oci.AnnotationContainerType: kind, oci.AnnotationSandboxID: "pod"}
+	req := h.bundle(id, spec)
+	var quoted []string
+	for _, p := range parents {
+		quoted = append(quoted, `"`+filepath.ToSlash(p)+`"`)
+	}
+	req.Rootfs = []*types.Mount{{Type: "windows-layer", Source: filepath.Join(h.dir, "scratch-"+id),
+		Options: []string{"rw", "parentLayerPaths=[" + strings.Join(quoted, ",") + "]"}}}
+	req.Options = hyperVOptions(h.t)
+	return req
+}
+
+// TestHyperVPod: the sandbox task is the pod's VM (<pod>@vm, hcsshim's defaults, clamped to
+// the host); workload containers are hosted in it, sharing the pause layer's VSMB share; a
+// workload's end never stops the VM; when the VM dies every task left gets one TaskExit and can
+// be deleted, and nothing is left.
+func TestHyperVPod(t *testing.T) {
+	h := newHarness(t)
+	h.svc.deps.ExitGrace = 50 * time.Millisecond // before any task is created
+	ctx := context.Background()
+	pause, app1, app2 := h.hvLayers()
+
+	if _, err := h.svc.Create(ctx, h.hvBundle("pod", "sandbox", pause)); err != nil {
+		t.Fatalf("create sandbox: %v", err)
+	}
+	vm := h.host.system("pod@vm")
+	if vm == nil || h.host.system("pod") != nil {
+		t.Fatalf("the sandbox made systems %v; want only its VM pod@vm", h.host.systems)
+	}
+	doc := vm.doc.(*schema2.ComputeSystem)
+	if m, p := doc.VirtualMachine.ComputeTopology.Memory, doc.VirtualMachine.ComputeTopology.Processor; m.SizeInMB != 1024 || !m.AllowOvercommit || p.Count != 2 {
+		t.Errorf("VM topology %+v %+v, want hcsshim's defaults", m, p)
+	}
+	if share := doc.VirtualMachine.Devices.VirtualSmb.Shares[0]; share.Name != "os" || share.Path != filepath.Join(pause, "UtilityVM", "Files") {
+		t.Errorf("boot share %+v", share)
+	}
+	if resp, err := h.svc.Start(ctx, &taskapi.StartRequest{ID: "pod"}); err != nil || resp.Pid != 0 {
+		t.Fatalf("start sandbox: %v, pid %v", err, resp)
+	}
+	if _, err := h.svc.Exec(ctx, &taskapi.ExecProcessRequest{ID: "pod", ExecID: "e1", Spec: anyOf(t, testSpec().Process)}); !errdefs.IsNotImplemented(err) {
+		t.Errorf("exec in the sandbox: %v, want NotImplemented", err)
+	}
+
+	for _, c := range []struct{ id, app string }{{"c1", app1}, {"c2", app2}} {
+		h.createStart(h.hvBundle(c.id, "container", c.app, pause))
+		cdoc := h.host.system(c.id).doc.(*schema2.ComputeSystem)
+		hosted, ok := cdoc.HostedSystem.(*schema2.HostedSystem)
+		if cdoc.HostingSystemId != "pod@vm" || !ok || cdoc.Container != nil {
+			t.Fatalf("%s: document %+v, want a HostedSystem in pod@vm", c.id, cdoc)
+		}
+		for _, l := range hosted.Container.Storage.Layers {
+			if !strings.HasPrefix(l.Path, schema2.VSMBGuestPathPrefix) {
+				t.Errorf("%s: layer %+v is not a VSMB share", c.id, l)
+			}
+		}
+	}
+	adds := 0
+	for _, m := range vm.modified {
+		if m.ResourcePath == schema2.ResourcePathVSMBShares && m.RequestType == schema2.RequestTypeAdd {
+			adds++
+		}
+	}
+	if adds != 3 {
+		t.Errorf("%d VSMB shares added, want 3 (app1, pause once, app2)", adds)
+	}
+
+	// A workload ends and is deleted: the VM stays.
+	if _, err := h.svc.Kill(ctx, &taskapi.KillRequest{ID: "c1", Signal: 9}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.Wait(ctx, &taskapi.WaitRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.Delete(ctx, &taskapi.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if vm.terminated != 0 || h.host.system("pod@vm") == nil {
+		t.Fatal("a workload's end stopped the pod's VM")
+	}
+
+	// The VM dies by itself (its hosted systems are not told, as if HCS's report was lost).
+	created := h.hvBundle("c3", "container", app1, pause)
+	if _, err := h.svc.Create(ctx, created); err != nil { // created, never started
+		t.Fatal(err)
+	}
+	before := len(h.pub.all())
+	_ = vm.Terminate(ctx)
+	for _, id := range []string{"pod", "c2", "c3"} {
+		if _, err := h.svc.Wait(ctx, &taskapi.WaitRequest{ID: id}); err != nil {
+			t.Fatalf("wait %s after the VM died: %v", id, err)
+		}
+	}
+	// Wait returns once the exit is recorded; its event follows through the ordered queue.
+	var exits map[string]int
+	for n := before + 1; ; n++ {
+		exits = map[string]int{}
+		for _, e := range h.waitEvents(n)[before:] {
+			if e.topic == runtime.TaskExitEventTopic {
+				exits[e.event.(*eventstypes.TaskExit).ContainerID]++
+			}
+		}
+		if len(exits) == 3 {
+			break
+		}
+	}
+	for _, id := range []string{"pod", "c2", "c3"} {
+		if exits[id] != 1 {
+			t.Errorf("%s: %d TaskExit after the VM died, want 1 (all: %v)", id, exits[id], exits)
+		}
+	}
+	for _, id := range []string{"c2", "c3", "pod"} {
+		if _, err := h.svc.Delete(ctx, &taskapi.DeleteRequest{ID: id}); err != nil {
+			t.Errorf("delete %s after the VM died: %v", id, err)
+		}
+		if _, err := os.Stat(filepath.Join(h.dir, id, "runhcs-state.json")); !os.IsNotExist(err) {
+			t.Errorf("%s: state left in its bundle: %v", id, err)
+		}
+	}
+	h.host.mu.Lock()
+	left := len(h.host.systems)
+	h.host.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d compute systems left: %v", left, h.host.systems)
+	}
+	if h.layers.count() != 0 {
+		t.Errorf("%d layer chains mounted on the host", h.layers.count())
+	}
+}
+
+func anyOf(t *testing.T, v any) *anypb.Any {
+	t.Helper()
+	a, err := typeurl.MarshalAnyToProto(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestHyperVSandboxStatsAndUpdate: the sandbox's stats are its VM's ("vm" part only), and its
+// Update resizes the VM.
+func TestHyperVSandboxStatsAndUpdate(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	pause, _, _ := h.hvLayers()
+	if _, err := h.svc.Create(ctx, h.hvBundle("pod", "sandbox", pause)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.svc.Stats(ctx, &taskapi.StatsRequest{ID: "pod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := typeurl.UnmarshalAny(resp.Stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := v.(*stats.Statistics)
+	if st.GetVm().GetProcessor().GetTotalRuntimeNs() != 700 || st.GetWindows() != nil {
+		t.Errorf("sandbox stats %v, want the VM's only", st)
+	}
+	limit := uint64(2048 << 20)
+	maximum := uint16(5000)
+	res := anyOf(t, &specs.WindowsResources{Memory: &specs.WindowsMemoryResources{Limit: &limit}, CPU: &specs.WindowsCPUResources{Maximum: &maximum}})
+	if _, err := h.svc.Update(ctx, &taskapi.UpdateTaskRequest{ID: "pod", Resources: res}); err != nil {
+		t.Fatal(err)
+	}
+	vm := h.host.system("pod@vm")
+	vm.mu.Lock()
+	mods := vm.modified
+	vm.mu.Unlock()
+	if len(mods) != 2 || mods[0].ResourcePath != schema2.ResourcePathVMMemory || mods[0].Settings != uint64(2048) ||
+		mods[1].ResourcePath != schema2.ResourcePathVMProcessorLimits || mods[1].Settings.(*schema2.ProcessorLimits).Limit != 5000 {
+		t.Errorf("update requests %+v", mods)
+	}
+}
+
+// TestHyperVRefusals: bad pods are refused naming why, changing nothing.
+func TestHyperVRefusals(t *testing.T) {
+	ctx := context.Background()
+	t.Run("workload without its sandbox", func(t *testing.T) {
+		h := newHarness(t)
+		pause, app1, _ := h.hvLayers()
+		if _, err := h.svc.Create(ctx, h.hvBundle("c1", "container", app1, pause)); !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), oci.AnnotationSandboxID) {
+			t.Errorf("create: %v, want FailedPrecondition naming the sandbox id", err)
+		}
+	})
+	t.Run("sandbox without boot files", func(t *testing.T) {
+		h := newHarness(t)
+		_, app1, _ := h.hvLayers()
+		if _, err := h.svc.Create(ctx, h.hvBundle("pod", "sandbox", app1)); !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), "UtilityVM") {
+			t.Errorf("create: %v, want FailedPrecondition naming UtilityVM", err)
+		}
+		if _, err := os.Stat(filepath.Join(h.dir, "pod", "runhcs-state.json")); !os.IsNotExist(err) {
+			t.Errorf("state left: %v", err)
+		}
+	})
+	t.Run("bad VM size", func(t *testing.T) {
+		h := newHarness(t)
+		pause, _, _ := h.hvLayers()
+		req := h.hvBundle("pod", "sandbox", pause)
+		spec := testSpec()
+		spec.Annotations = map[string]string{oci.AnnotationContainerType: "sandbox", "io.microsoft.virtualmachine.computetopology.memory.sizeinmb": "big"}
+		req.Bundle = h.bundle("pod", spec).Bundle
+		if _, err := h.svc.Create(ctx, req); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "sizeinmb") {
+			t.Errorf("create: %v, want InvalidArgument naming the annotation", err)
+		}
+		if h.host.system("pod@vm") != nil {
+			t.Error("a VM was made")
+		}
+	})
+	t.Run("process-isolated container in a Hyper-V pod", func(t *testing.T) {
+		h := newHarness(t)
+		pause, app1, _ := h.hvLayers()
+		if _, err := h.svc.Create(ctx, h.hvBundle("pod", "sandbox", pause)); err != nil {
+			t.Fatal(err)
+		}
+		req := h.hvBundle("c1", "container", app1, pause)
+		req.Options = nil
+		if _, err := h.svc.Create(ctx, req); !errdefs.IsFailedPrecondition(err) {
+			t.Errorf("create: %v, want FailedPrecondition", err)
+		}
+	})
+}
+
+// TestHyperVDiag: shimdiag exec runs a process in the pod's VM itself (not in a container),
+// relays its output and returns its exit code; shimdiag share adds a VSMB share and maps it in
+// the guest.
+func TestHyperVDiag(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	pause, _, _ := h.hvLayers()
+	if _, err := h.svc.Create(ctx, h.hvBundle("pod", "sandbox", pause)); err != nil {
+		t.Fatal(err)
+	}
+	c := serveDiag(t, h.svc)
+	vm := h.host.system("pod@vm")
+	go func() {
+		for vm.process(0) == nil {
+			time.Sleep(time.Millisecond)
+		}
+		p := vm.process(0)
+		_, _ = p.stdoutW.Write([]byte("tasklist output\n"))
+		p.exit(3)
+	}()
+	out := filepath.Join(h.dir, "diag.log")
+	resp, err := c.DiagExecInHost(ctx, &diag.ExecProcessRequest{Args: []string{"tasklist"}, Stdout: logFileURI(t, out)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetExitCode() != 3 {
+		t.Errorf("exit code %d, want 3", resp.GetExitCode())
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != "tasklist output\n" {
+		t.Errorf("output %q, %v", b, err)
+	}
+	if p := vm.process(0); p.params.CommandLine != "tasklist" {
+		t.Errorf("command line %q", p.params.CommandLine)
+	}
+	for _, id := range []string{"pod"} {
+		if tk, _ := h.svc.get(id); len(tk.Execs()) != 0 {
+			t.Errorf("the diag exec became an exec of task %s", id)
+		}
+	}
+
+	share := t.TempDir()
+	if _, err := c.DiagShare(ctx, &diag.ShareRequest{HostPath: share, UvmPath: `C:\share`, ReadOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	vm.mu.Lock()
+	mods := vm.modified
+	vm.mu.Unlock()
+	if len(mods) != 2 || mods[0].ResourcePath != schema2.ResourcePathVSMBShares {
+		t.Fatalf("share requests %+v", mods)
+	}
+	g, ok := mods[1].GuestRequest.(*schema2.GuestModifySettingRequest)
+	if !ok || g.ResourceType != schema2.ResourceTypeMappedDirectory || g.Settings.(*schema2.MappedDirectory).ContainerPath != `C:\share` {
+		t.Errorf("guest request %+v", mods[1].GuestRequest)
+	}
+}
+
+// TestHyperVStandalone: a Hyper-V task outside a pod gets a VM of its own (<id>@vm), booted from
+// its own image, with its container hosted in it; Delete ends both and leaves no state.
+func TestHyperVStandalone(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	pause, app1, _ := h.hvLayers()
+	req := h.hvBundle("c1", "container", app1, pause)
+	spec := testSpec()
+	req.Bundle = h.bundle("c1", spec).Bundle // no CRI annotations
+	p := h.createStart(req)
+	doc := h.host.system("c1").doc.(*schema2.ComputeSystem)
+	if doc.HostingSystemId != "c1@vm" || h.host.system("c1@vm") == nil {
+		t.Fatalf("hosting system %q; systems %v", doc.HostingSystemId, h.host.systems)
+	}
+	// The VM is in the task's state, for the delete action after a shim crash.
+	if b, err := os.ReadFile(filepath.Join(req.Bundle, "runhcs-state.json")); err != nil || !strings.Contains(string(b), `"vmId":"c1@vm"`) {
+		t.Errorf("state %s, %v: want the VM's id", b, err)
+	}
+	p.exit(0)
+	if _, err := h.svc.Wait(ctx, &taskapi.WaitRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.Delete(ctx, &taskapi.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	h.host.mu.Lock()
+	left := len(h.host.systems)
+	h.host.mu.Unlock()
+	if left != 0 {
+		t.Errorf("systems left after delete: %v", h.host.systems)
+	}
+	if _, err := os.Stat(filepath.Join(req.Bundle, "runhcs-state.json")); !os.IsNotExist(err) {
+		t.Errorf("state left: %v", err)
+	}
+}

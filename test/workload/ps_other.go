@@ -1,0 +1,11 @@
+//go:build !linux
+
+package main
+
+import (
+	"errors"
+	"io"
+)
+
+// ps is Linux-only: the workload lists processes only where hcsemu runs it.
+func ps(io.Writer) error { return errors.New("ps: not supported on this platform") }
