@@ -90,12 +90,13 @@
 // (--os-version), else HCS_E_IMAGE_MISMATCH. A VM is then a real boundary: a "VM init" process
 // (hcsemu re-executed, vminit_linux.go) holds its own PID, mount, UTS and IPC namespaces, in a
 // cgroup whose memory limit is SizeInMB and whose CPU quota is Count processors (reduced by
-// Limit, each vCPU's share in 1–100000, hcsshim pkg/annotations) with Weight (0–10000) as cpu.shares;
-// every process of the VM and of its hosted containers runs in those namespaces and below that
-// cgroup. The guest's C:\ is the "os" share with a writable layer over it; the VM's procfs is at
-// its C:\proc (the workload's ps reads it), a Linux artefact of the emulation. The VM's mount namespace is a slave of the daemon's VM folder: guest mounts the
-// emulator makes (mapped disks, combined layers, mapped directories) appear in it; mounts made
-// inside the VM never reach the host. Exit: SystemExited with GracefulExit (Shutdown),
+// Limit, each vCPU's share in 1–100000, hcsshim pkg/annotations) with Weight (0–10000) as
+// cpu.shares; every process of the VM and of its hosted containers runs in those namespaces and below that
+// cgroup. The guest's C:\ is the "os" share with a writable layer over it; the VM's procfs is
+// at its C:\proc (the workload's ps reads it), a Linux artefact of the emulation. The VM's mount
+// namespace is a slave of the daemon's VM folder: guest mounts the emulator makes (mapped disks,
+// combined layers, mapped directories) appear in it; mounts made inside the VM never reach the
+// host. Exit: SystemExited with GracefulExit (Shutdown),
 // ForcedExit (Terminate, last handle closed with ShouldTerminateOnLastHandleClosed) or
 // UnexpectedExit (crash fault; Status HCS_E_UNEXPECTED_EXIT); every hosted container then gets
 // SystemExited with the same ExitType.
@@ -143,8 +144,8 @@
 // share path (a share with ReadOnly maps read-only; a RestrictFileAccess share maps only its
 // AllowedFiles, one file each at a file ContainerPath, as hcsshim's file mounts do, and anything
 // else of it is E_ACCESSDENIED) or a guest path; MappedPipes[].HostPath schema2.VSMBGuestPipePath
-// of a pipe added to the VM. The image's build (OSBuildFile in the base layer, the last of Storage.Layers)
-// must not be newer than the VM's, else HCS_E_IMAGE_MISMATCH. Its processes run in the VM's
+// of a pipe added to the VM. The image's build (OSBuildFile in the base layer, the last of
+// Storage.Layers) must not be newer than the VM's, else HCS_E_IMAGE_MISMATCH. Its processes run in the VM's
 // namespaces, in a cgroup nested in the VM's (Container.Memory and Processor apply inside the
 // VM's own limits). A process-isolated container whose image build differs from the host's
 // fails to create with HCS_E_IMAGE_MISMATCH ("the operating system of the container does not
@@ -158,7 +159,9 @@
 // Service properties: "ProcessorTopology" answers LogicalProcessorCount = --host-processors
 // (default: this machine's). Properties of a VM: "Statistics" and "Memory" from the VM's cgroup
 // (Memory.VirtualMachineMemory.AssignedMemory in 4 KiB pages = SizeInMB), "GuestConnection"
-// (GuestConnectionInfo), ProcessList (processes of the VM, pids as the VM sees them).
+// (GuestConnectionInfo), "ProcessList" (the VM's own processes, its init among them, not its
+// containers'; host pids, as HcsCreateProcess returns them), RuntimeId and "SystemGUID" (a GUID
+// per system incarnation).
 //
 // Daemon flags: --os-version, --host-memory-mb (default: this machine's memory),
 // --host-processors (default: this machine's logical processors).
