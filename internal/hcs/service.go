@@ -12,11 +12,29 @@ import (
 // a utility VM's processor count to (internal/processorinfo/host_information.go).
 func (c *Client) ProcessorTopology(ctx context.Context) (*schema2.ProcessorTopology, error) {
 	const opName = "GetServiceProperties"
-	api, err := c.apiFor(opName, "")
+	sp, doc, err := c.serviceProperties(ctx, schema2.ServicePropertyTypeProcessorTopology)
 	if err != nil {
 		return nil, err
 	}
-	q, _ := marshal(schema2.PropertyQuery{PropertyTypes: []schema2.PropertyType{schema2.ServicePropertyTypeProcessorTopology}})
+	if len(sp.Properties) != 1 {
+		return nil, &Error{Op: opName, Err: fmt.Errorf("decode service properties %.200q: want one ProcessorTopology", doc)}
+	}
+	var t schema2.ProcessorTopology
+	if err := json.Unmarshal(sp.Properties[0], &t); err != nil || t.LogicalProcessorCount == 0 {
+		return nil, &Error{Op: opName, Err: fmt.Errorf("decode ProcessorTopology %.200q: no logical processors (%v)", sp.Properties[0], err)}
+	}
+	return &t, nil
+}
+
+// serviceProperties asks HCS for the service properties of one type (HcsGetServiceProperties),
+// bounded by ctx; it returns them decoded and the document as HCS sent it, for error messages.
+func (c *Client) serviceProperties(ctx context.Context, t schema2.PropertyType) (*schema2.ServiceProperties, string, error) {
+	const opName = "GetServiceProperties"
+	api, err := c.apiFor(opName, "")
+	if err != nil {
+		return nil, "", err
+	}
+	q, _ := marshal(schema2.PropertyQuery{PropertyTypes: []schema2.PropertyType{t}})
 	doc, err := bounded(ctx, opName, "", func() (string, error) {
 		doc, err := api.GetServiceProperties(q)
 		if err != nil {
@@ -26,15 +44,11 @@ func (c *Client) ProcessorTopology(ctx context.Context) (*schema2.ProcessorTopol
 	}, nil)
 	if err != nil {
 		c.dropIfDisconnected(api, err)
-		return nil, err
+		return nil, "", err
 	}
 	var sp schema2.ServiceProperties
-	if err := json.Unmarshal([]byte(doc), &sp); err != nil || len(sp.Properties) != 1 {
-		return nil, &Error{Op: opName, Err: fmt.Errorf("decode service properties %.200q: want one ProcessorTopology (%v)", doc, err)}
+	if err := json.Unmarshal([]byte(doc), &sp); err != nil {
+		return nil, doc, &Error{Op: opName, Err: fmt.Errorf("decode service properties %.200q: %w", doc, err)}
 	}
-	var t schema2.ProcessorTopology
-	if err := json.Unmarshal(sp.Properties[0], &t); err != nil || t.LogicalProcessorCount == 0 {
-		return nil, &Error{Op: opName, Err: fmt.Errorf("decode ProcessorTopology %.200q: no logical processors (%v)", sp.Properties[0], err)}
-	}
-	return &t, nil
+	return &sp, doc, nil
 }

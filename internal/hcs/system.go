@@ -145,26 +145,9 @@ func (c *Client) EnumerateComputeSystems(ctx context.Context, q *schema2.SystemQ
 // "10.0.20348.1"), from the service properties (the emulator's --os-version), or on Windows,
 // when HCS does not say, from Windows itself.
 func (c *Client) HostOSVersion(ctx context.Context) (string, error) {
-	const opName = "GetServiceProperties"
-	api, err := c.apiFor(opName, "")
+	sp, _, err := c.serviceProperties(ctx, schema2.PropertyTypeBasic)
 	if err != nil {
 		return "", err
-	}
-	q, _ := marshal(schema2.PropertyQuery{PropertyTypes: []schema2.PropertyType{schema2.PropertyTypeBasic}})
-	doc, err := bounded(ctx, opName, "", func() (string, error) {
-		doc, err := api.GetServiceProperties(q)
-		if err != nil {
-			return "", &Error{Op: opName, Err: err, Detail: resultDetail(doc)}
-		}
-		return doc, nil
-	}, nil)
-	if err != nil {
-		c.dropIfDisconnected(api, err)
-		return "", err
-	}
-	var sp schema2.ServiceProperties
-	if err := json.Unmarshal([]byte(doc), &sp); err != nil {
-		return "", &Error{Op: opName, Err: fmt.Errorf("decode service properties %.200q: %w", doc, err)}
 	}
 	for _, raw := range sp.Properties {
 		var bi schema2.BasicInformation
@@ -174,7 +157,7 @@ func (c *Client) HostOSVersion(ctx context.Context) (string, error) {
 	}
 	v, err := hostOSVersionFromOS()
 	if err != nil {
-		return "", &Error{Op: opName, Err: fmt.Errorf("service properties carry no OS version: %w", err)}
+		return "", &Error{Op: "GetServiceProperties", Err: fmt.Errorf("service properties carry no OS version: %w", err)}
 	}
 	return v, nil
 }
