@@ -199,7 +199,7 @@ func Cleanup(ctx context.Context, deps Deps, id, bundle string) (initPid uint32,
 		// The spec's layer folders still name the scratch.
 		r.chain, _ = layers.FromLayerFolders(spec.Windows.LayerFolders)
 	}
-	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, deps.callTimeout())
 	defer cancel()
 	return initPid, release(cctx, deps, r)
 }

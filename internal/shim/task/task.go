@@ -69,7 +69,7 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 		if retErr == nil {
 			return
 		}
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), HCSCallTimeout)
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deps.callTimeout())
 		defer cancel()
 		if err := release(uctx, deps, acquired); err != nil {
 			logger.WithError(err).Error("undo failed create")
@@ -88,7 +88,7 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 		if deps.HNS == nil {
 			return nil, fmt.Errorf("task %s: windows.network.endpointList: no HNS to make a namespace with: %w", c.ID, errdefs.ErrNotImplemented)
 		}
-		hctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+		hctx, cancel := context.WithTimeout(ctx, deps.callTimeout())
 		ns, err := createNamespace(hctx, deps.HNS, c.Endpoints, func(id string) error {
 			state.Namespace, state.Endpoints = id, c.Endpoints
 			return writeState(c.Bundle, state)
@@ -109,7 +109,7 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 	acquired.chain = c.Chain
 	c.Document.Container.Storage.Path = volume
 
-	cctx, cancel := context.WithTimeout(ctx, CreateTimeout)
+	cctx, cancel := context.WithTimeout(ctx, deps.createTimeout())
 	defer cancel()
 	sys, err := deps.Host.CreateComputeSystem(cctx, c.ID, c.Document)
 	if err != nil {
@@ -250,7 +250,7 @@ func (t *Task) pauseResume(ctx context.Context, op string, transition func(procS
 	if err != nil {
 		return fmt.Errorf("%s task %s: %w", op, t.id, err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, t.deps.callTimeout())
 	defer cancel()
 	if err := call(cctx); err != nil {
 		return fmt.Errorf("%s compute system %q: %w", op, t.id, err)
@@ -318,7 +318,7 @@ func (t *Task) afterInitExit(ctx context.Context) {
 			p.logger(ctx).Error("exec did not exit after its container's init process")
 		}
 	}
-	tctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	tctx, cancel := context.WithTimeout(ctx, t.deps.callTimeout())
 	defer cancel()
 	if err := terminateSystem(tctx, t.deps.Host, t.sys, t.id); err != nil {
 		log.G(ctx).WithError(err).WithField("task", t.id).Warn("terminate compute system after init exit")
@@ -328,7 +328,7 @@ func (t *Task) afterInitExit(ctx context.Context) {
 // cleanup releases the compute system, the layers and the task's state. It is idempotent; a
 // failure is returned and retried by the next call.
 func (t *Task) cleanup(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, t.deps.callTimeout())
 	defer cancel()
 	return release(cctx, t.deps, resources{sys: t.sys, systemID: t.id, chain: t.chain, bundle: t.bundle, namespace: t.netns, endpoints: t.endpoints})
 }
@@ -387,7 +387,7 @@ func (t *Task) Update(ctx context.Context, res *specs.WindowsResources) error {
 	if err != nil {
 		return fmt.Errorf("update task %s: %w", t.id, err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, t.deps.callTimeout())
 	defer cancel()
 	for _, m := range reqs {
 		if err := t.sys.Modify(cctx, m); err != nil {
@@ -399,7 +399,7 @@ func (t *Task) Update(ctx context.Context, res *specs.WindowsResources) error {
 
 // Statistics returns the compute system's statistics.
 func (t *Task) Statistics(ctx context.Context) (*schema2.Statistics, error) {
-	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, t.deps.callTimeout())
 	defer cancel()
 	props, err := t.sys.Properties(cctx, schema2.PropertyTypeStatistics)
 	if err != nil {
