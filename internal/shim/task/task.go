@@ -115,7 +115,8 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 	if err != nil {
 		return nil, fmt.Errorf("create compute system %q: %w", c.ID, err)
 	}
-	acquired.sys = sys
+	// The id too: when the handle cannot terminate it, the undo opens the system by id.
+	acquired.sys, acquired.systemID = sys, c.ID
 	if err := sys.Start(cctx); err != nil {
 		return nil, fmt.Errorf("start compute system %q: %w", c.ID, err)
 	}
