@@ -51,7 +51,9 @@ func (h *fakeHost) CreateComputeSystem(ctx context.Context, id string, doc any) 
 // staleSystem is a handle whose Terminate fails without reaching the system.
 type staleSystem struct{ *fakeSystem }
 
-func (staleSystem) Terminate(context.Context) error { return errors.New("fake: the handle's operation timed out") }
+func (staleSystem) Terminate(context.Context) error {
+	return errors.New("fake: the handle's operation timed out")
+}
 
 func (h *fakeHost) OpenComputeSystem(ctx context.Context, id string) (task.System, error) {
 	h.mu.Lock()
