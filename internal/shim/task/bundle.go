@@ -93,6 +93,9 @@ func ReadSpec(bundle string) (*specs.Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read OCI spec: %w", err)
 	}
+	if err := oci.CheckUTF16(b); err != nil {
+		return nil, fmt.Errorf("OCI spec: %w", err)
+	}
 	var s specs.Spec
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("OCI spec %q: %v: %w", p, err, errdefs.ErrInvalidArgument)
