@@ -59,10 +59,19 @@ func waitStalled(f *emuclient.Fault, op string, n int) error {
 	}
 }
 
-// shimPid waits for the serving shim of container id and returns its pid.
-func (s *soak) shimPid(id string) (int, error) {
+// shimPid waits for the serving shim of container id and returns its pid, or 0 when finished
+// is closed (the call the shim was to die in returned) and there is no shim.
+func (s *soak) shimPid(id string, finished <-chan struct{}) (int, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		select {
+		case <-finished:
+			if pids := s.env.ShimPids(id); len(pids) == 1 {
+				return pids[0], nil
+			}
+			return 0, nil
+		default:
+		}
 		if pids := s.env.ShimPids(id); len(pids) == 1 {
 			return pids[0], nil
 		} else if len(pids) > 1 {
@@ -84,43 +93,53 @@ var killPoints = []struct{ phase, stallOp string }{
 	{"delete", "terminate"},     // task delete: TerminateComputeSystem
 }
 
-// shimKills SIGKILLs the shim of a container cfg.kills times at a random point of its
-// lifecycle (seeded): in a call held by a stall in hcsemu, or at a random moment after the
-// call was sent. After each, containerd (the shim's delete action) and a delete of what it
+// shimKills SIGKILLs the shim of a container cfg.kills times: first once at each point of the
+// lifecycle, in the call held by a stall in hcsemu, then at random points (seeded), in the call
+// held by a stall or at a random moment after the call was sent. After each, containerd (the shim's delete action) and a delete of what it
 // still lists must leave nothing.
 func (s *soak) shimKills(ctx context.Context, t *testing.T) {
 	f := s.faultClient(t)
 	counts := map[string]int{}
-	for i := 0; i < s.cfg.kills; i++ {
+	attempts := 0
+	for killed := 0; killed < s.cfg.kills; attempts++ {
 		p := killPoints[s.rng.Intn(len(killPoints))]
 		stalled := s.rng.Intn(2) == 0
 		delay := time.Duration(s.rng.Intn(200)) * time.Millisecond
-		id := fmt.Sprintf("kill-%d", i)
+		if attempts < len(killPoints) {
+			// Every point once for certain, held there; the rest at random.
+			p, stalled = killPoints[attempts], true
+		}
+		id := fmt.Sprintf("kill-%d", attempts)
 		how := fmt.Sprintf("%s after %v", p.phase, delay)
 		if stalled {
 			how = fmt.Sprintf("%s, held in %s", p.phase, p.stallOp)
 		}
-		counts[p.phase]++
-		if err := s.killOnce(ctx, f, id, p.phase, p.stallOp, stalled, delay); err != nil {
-			t.Fatalf("shim kill %d (%s): %v", i, how, err)
+		did, err := s.killOnce(ctx, f, id, p.phase, p.stallOp, stalled, delay)
+		if err != nil {
+			t.Fatalf("shim kill %d (%s): %v", attempts, how, err)
+		}
+		if did {
+			killed++
+			counts[p.phase]++
 		}
 		if err := s.remove(id); err != nil {
-			t.Fatalf("shim kill %d (%s): delete after the kill: %v", i, how, err)
+			t.Fatalf("shim kill %d (%s): delete after the kill: %v", attempts, how, err)
 		}
-		s.checkClean(ctx, t, fmt.Sprintf("shim kill %d (%s)", i, how))
+		s.checkClean(ctx, t, fmt.Sprintf("shim kill %d (%s)", attempts, how))
 	}
-	t.Logf("soak: shim kills: %d (by point: %v)", s.cfg.kills, counts)
+	t.Logf("soak: shim kills: %d (by point: %v); %d attempts (in the others the call and its shim were done before the moment came)", s.cfg.kills, counts, attempts)
 }
 
 // killOnce brings container id to the phase, sends the call of the phase and kills the shim
-// during it.
-func (s *soak) killOnce(ctx context.Context, f *emuclient.Fault, id, phase, stallOp string, stalled bool, delay time.Duration) error {
+// during it (stalled), or delay after it was sent. It reports whether a shim was killed: a
+// delete may finish, and its shim exit, before the delay is up.
+func (s *soak) killOnce(ctx context.Context, f *emuclient.Fault, id, phase, stallOp string, stalled bool, delay time.Duration) (bool, error) {
 	var call func(context.Context) error
 	switch phase {
 	case "create":
 		c, err := s.newContainer(ctx, id, workload("wait-signal", "7")...)
 		if err != nil {
-			return err
+			return false, err
 		}
 		call = func(ctx context.Context) error {
 			_, err := c.NewTask(ctx, cio.NullIO)
@@ -129,39 +148,39 @@ func (s *soak) killOnce(ctx context.Context, f *emuclient.Fault, id, phase, stal
 	case "start":
 		c, err := s.newContainer(ctx, id, workload("wait-signal", "7")...)
 		if err != nil {
-			return err
+			return false, err
 		}
 		tk, err := c.NewTask(ctx, cio.NullIO)
 		if err != nil {
-			return err
+			return false, err
 		}
 		call = tk.Start
 	case "exec":
 		r, err := s.start(ctx, id)
 		if err != nil {
-			return err
+			return false, err
 		}
 		spec, err := r.c.Spec(ctx)
 		if err != nil {
-			return err
+			return false, err
 		}
 		ps := *spec.Process
 		ps.Args, ps.CommandLine = workload("echo", "never seen"), ""
 		p, err := r.task.Exec(ctx, "x", &ps, cio.NullIO)
 		if err != nil {
-			return err
+			return false, err
 		}
 		call = p.Start
 	case "delete":
 		r, err := s.start(ctx, id)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if err := r.task.Kill(ctx, syscall.SIGKILL); err != nil {
-			return err
+			return false, err
 		}
 		if _, err := exitOf(r.exit, time.Minute); err != nil {
-			return err
+			return false, err
 		}
 		call = func(ctx context.Context) error {
 			_, err := r.task.Delete(ctx)
@@ -170,40 +189,37 @@ func (s *soak) killOnce(ctx context.Context, f *emuclient.Fault, id, phase, stal
 	}
 	if stalled {
 		if _, err := f.Stall(stallOp, 0); err != nil {
-			return err
+			return false, err
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- call(ctx) }()
+	finished := make(chan struct{})
+	go func() { done <- call(ctx); close(finished) }()
 	if stalled {
 		if err := waitStalled(f, stallOp, 1); err != nil {
-			return err
+			return false, err
 		}
 	} else {
 		time.Sleep(delay)
 	}
-	pid, err := s.shimPid(id)
-	if err != nil && !stalled && phase == "delete" {
-		// The delete finished before the moment came: the shim exited on its own.
-		err = nil
-	}
+	pid, err := s.shimPid(id, finished)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if pid != 0 {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			return fmt.Errorf("kill shim %d: %w", pid, err)
+			return false, fmt.Errorf("kill shim %d: %w", pid, err)
 		}
 	}
 	if _, err := f.Clear(); err != nil {
-		return err
+		return false, err
 	}
 	select {
 	case <-done: // an error, or success if the call won the race; either is fine
 	case <-time.After(time.Minute):
-		return fmt.Errorf("the %s call did not return within a minute of its shim's death", phase)
+		return false, fmt.Errorf("the %s call did not return within a minute of its shim's death", phase)
 	}
-	return nil
+	return pid != 0, nil
 }
 
 // shimTask is a ttrpc client of the task service of container id's shim, through the address
