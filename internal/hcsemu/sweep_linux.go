@@ -21,7 +21,11 @@ import (
 // Ownership: a live daemon holds its root's hcsemu.lock open (NewEngine), and its instance
 // is the hash of that root (instanceOf). The sweep lists the instance folders first and only
 // then the lock files held open on the machine: a daemon that starts in between takes its lock
-// before it makes its folder, so its folder is either not in the list or its lock is seen.
+// before it makes its folder, so its folder is either not in the list or its lock is seen. A
+// daemon restarted on a dead instance's root while the sweep ends that instance is seen by
+// the checks made again before each instance and before its folders are removed; what is left
+// is the moment between the last check and the removal (assumption: a daemon starting on that
+// root in exactly that moment is rare enough; it would fail to make its systems' groups).
 
 // lockFileName is the file in a daemon's root it holds locked while it runs.
 const lockFileName = "hcsemu.lock"
@@ -79,6 +83,11 @@ func sweepDeadInstances(ctx context.Context, cgroupRoot, procRoot, own string) {
 		delete(dead, inst)
 	}
 	for inst := range dead {
+		// Asked again right before acting: ending one instance can take seconds (processes
+		// to wait for), and a daemon of a later one's root may have started meanwhile.
+		if liveInstances(procRoot)[inst] {
+			continue
+		}
 		m := &cgroupManager{mountRoot: cgroupRoot, base: filepath.Join("hcsemu", inst)}
 		systems := map[string]bool{}
 		for _, c := range cgroupControllers {
@@ -92,6 +101,9 @@ func sweepDeadInstances(ctx context.Context, cgroupRoot, procRoot, own string) {
 		for name := range systems {
 			log.G(ctx).WithFields(log.Fields{"instance": inst, "system": name}).Warn("hcsemu: removing a compute system group left by a dead daemon of another root")
 			(&cgroup{m: m, name: name}).destroy(ctx)
+		}
+		if liveInstances(procRoot)[inst] {
+			continue // it has a daemon again, which keeps its folders
 		}
 		if err := m.removeBase(); err != nil {
 			log.G(ctx).WithError(err).WithField("instance", inst).Warn("hcsemu: cannot remove the cgroups of a dead daemon")
