@@ -6,9 +6,9 @@ BIN := bin
 COMMANDS := containerd-shim-runhcs-v1 containerd-wcow-snapshotter hcsemu shimdiag
 E2E_TIMEOUT ?= 30m
 # Packages with unit tests: everything but the end-to-end suites, plus the harness's own unit tests.
-UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/e2e') ./test/e2e/harness
+UNIT_PKGS = $(shell $(GO) list ./... | grep -vE '/test/(e2e|soak)') ./test/e2e/harness
 
-.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 demo lint proto proto-check cross tools deps check clean
+.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 soak demo lint proto proto-check cross tools deps check clean
 
 all: build
 
@@ -31,6 +31,11 @@ e2e: e2e-2 e2e-1.7
 e2e-2 e2e-1.7: e2e-%: build
 	bash hack/tools.sh $(if $(filter 1.7,$*),containerd1.7,containerd)
 	RUNHCS_BIN=$(CURDIR)/$(BIN) RUNHCS_E2E_CONTAINERD=$* $(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
+
+## soak: the soak and fault suite against containerd 2.x and 1.7, CI variant (root;
+## RUNHCS_SOAK=long for the long one, see hack/soak.sh)
+soak:
+	bash hack/soak.sh
 
 ## demo: the README's first command
 demo:

@@ -10,6 +10,7 @@
 #   windows/amd64 tests under Wine (the HCS contract suite through the
 #   real computecore bindings among them)                                make test-windows
 #   end-to-end suites against containerd 2.x and 1.7                     make e2e
+#   the soak and fault suite, CI variant, containerd 2.x and 1.7         make soak
 #
 # Every step runs even if an earlier one failed; the summary names the failed ones and the exit
 # status is non-zero if any failed. Needs root for the end-to-end suites.
@@ -53,6 +54,7 @@ step fuzz make fuzz
 step test-windows make test-windows
 step e2e-containerd-2 make e2e-2
 step e2e-containerd-1.7 make e2e-1.7
+step soak make soak
 
 echo "check: steps passed: ${passed[*]:-none}" >&2
 [[ ${#failed[@]} -gt 0 ]] && echo "check: steps FAILED: ${failed[*]}" >&2

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -106,7 +105,7 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	// One daemon per root: the root names the cgroups, and a starting daemon ends whatever a
 	// dead one of the same root left in them, which must never be a live daemon's systems.
-	lock, err := os.OpenFile(filepath.Join(root, "hcsemu.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := os.OpenFile(filepath.Join(root, lockFileName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -114,9 +113,16 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		lock.Close()
 		return nil, fmt.Errorf("another HCS emulator is using the root %s: %w", root, err)
 	}
-	h := fnv.New64a()
-	h.Write([]byte(root))
-	cg, err := newCgroupManager(ctx, cfg.CgroupRoot, fmt.Sprintf("%016x", h.Sum64()))
+	// The instance is named after the root as the kernel shows the lock file (links resolved),
+	// so that sweepDeadInstances recognises this daemon's folders from any other daemon.
+	canonical, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	instance := instanceOf(canonical)
+	sweepDeadInstances(ctx, cfg.CgroupRoot, "/proc", instance)
+	cg, err := newCgroupManager(ctx, cfg.CgroupRoot, instance)
 	if err != nil {
 		lock.Close()
 		return nil, err

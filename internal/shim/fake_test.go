@@ -2,6 +2,7 @@ package shim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -23,6 +24,9 @@ type fakeHost struct {
 	systems   map[string]*fakeSystem
 	createErr error
 	startErr  error
+	// staleCreated makes the handle CreateComputeSystem returns fail to terminate (as a handle
+	// whose HCS operation timed out does); a handle from OpenComputeSystem still works.
+	staleCreated bool
 }
 
 func newFakeHost() *fakeHost { return &fakeHost{systems: map[string]*fakeSystem{}} }
@@ -38,7 +42,17 @@ func (h *fakeHost) CreateComputeSystem(ctx context.Context, id string, doc any) 
 	}
 	s := &fakeSystem{host: h, id: id, doc: doc, exited: make(chan struct{}), startErr: h.startErr}
 	h.systems[id] = s
+	if h.staleCreated {
+		return staleSystem{s}, nil
+	}
 	return s, nil
+}
+
+// staleSystem is a handle whose Terminate fails without reaching the system.
+type staleSystem struct{ *fakeSystem }
+
+func (staleSystem) Terminate(context.Context) error {
+	return errors.New("fake: the handle's operation timed out")
 }
 
 func (h *fakeHost) OpenComputeSystem(ctx context.Context, id string) (task.System, error) {

@@ -64,7 +64,11 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 		}
 		bundle = wd
 	}
-	deps := task.Deps{Host: newHCSHost(hcs.NewHostClient()), Mounter: layers.NewMounter(), HNS: task.DefaultHNS}
+	timeout, err := task.TimeoutFromEnv()
+	if err != nil {
+		return cshim.StopStatus{}, err
+	}
+	deps := task.Deps{Host: newHCSHost(hcs.NewHostClient()), Mounter: layers.NewMounter(), HNS: task.DefaultHNS, HCSTimeout: timeout}
 	pid, err := task.Cleanup(ctx, deps, id, bundle)
 	if err != nil {
 		return cshim.StopStatus{}, err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/hcs"
 	"github.com/openhcs/runhcs/internal/layers"
+	"github.com/openhcs/runhcs/internal/shim/task"
 )
 
 // The task service as a plugin of containerd's shim package (runc's shim: task/plugin/).
@@ -44,7 +45,12 @@ func registerPlugins() {
 				sd := ss.(shutdown.Service)
 				// The shim's one HCS client and layer mounter, made here and passed down:
 				// nothing below keeps a package-level one.
+				timeout, err := task.TimeoutFromEnv()
+				if err != nil {
+					return nil, err
+				}
 				svc := newService(ic.Context, newHCSHost(hcs.NewHostClient()), layers.NewMounter(), pp.(cshim.Publisher), sd)
+				svc.deps.HCSTimeout = timeout
 				if address, err := cshim.ReadAddress("address"); err == nil {
 					sd.RegisterCallback(func(context.Context) error { return removeShimSocket(address) })
 				}

@@ -258,6 +258,10 @@ func decodeProcessSpec(a *anypb.Any) (*specs.Process, error) {
 	if a == nil {
 		return nil, fmt.Errorf("spec: missing: %w", errdefs.ErrInvalidArgument)
 	}
+	// An OCI process travels as JSON (typeurl marshals non-protobuf types so).
+	if err := oci.CheckUTF16(a.GetValue()); err != nil {
+		return nil, fmt.Errorf("exec spec: %w", err)
+	}
 	v, err := typeurl.UnmarshalAny(a)
 	if err != nil {
 		return nil, fmt.Errorf("spec of type %q: %v: %w", a.GetTypeUrl(), err, errdefs.ErrInvalidArgument)

@@ -248,6 +248,12 @@ func TestCreateFailureLeavesNothing(t *testing.T) {
 	}{
 		{"create refused", func(h *harness) { h.host.createErr = errors.New("HCS_E_INVALID_JSON: Container.Processor.Count") }},
 		{"start refused", func(h *harness) { h.host.startErr = errors.New("HCS_E_OPERATION_START_FAILED") }},
+		// The undo falls back to opening the system by its id (found by the soak suite: it
+		// opened the system "" and left the real one behind).
+		{"start refused, terminate through the handle fails", func(h *harness) {
+			h.host.startErr = errors.New("HCS_E_OPERATION_START_FAILED")
+			h.host.staleCreated = true
+		}},
 		{"mount refused", func(h *harness) { h.layers.mountErr = errors.New("overlay: no such parent") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

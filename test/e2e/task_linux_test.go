@@ -864,6 +864,19 @@ func testBadSpec(ctx context.Context, t *testing.T, env *harness.Env) {
 			[]string{"windows.network.networkNamespace"}},
 		{"credential spec that is not JSON", map[string]any{"windows.credentialSpec": "{not json"},
 			[]string{"windows.credentialSpec"}},
+		// Huge environment: Windows allows 32767 characters per variable (and no limit on the
+		// block as a whole since Vista, so a block of many variables is not refused); see
+		// internal/oci/process.go for the sources.
+		{"environment variable over 32767 characters", map[string]any{"process.env": []any{"PATH=C:\\Windows", "HUGE=" + strings.Repeat("x", 40000)}},
+			[]string{"process.env[1] (HUGE)", "32767"}},
+		// Invalid UTF-16: strings with no UTF-16 form, sent as raw JSON (encoding/json would
+		// otherwise replace them with U+FFFD on either side).
+		{"unpaired surrogate in an argument", map[string]any{"process.args": json.RawMessage(`["C:\\workload\\workload.exe","\ud800"]`)},
+			[]string{"process.args[1]", "UTF-16"}},
+		{"bytes that are not UTF-8 in the environment", map[string]any{"process.env": json.RawMessage("[\"A=1\",\"B=\xff\xfe\"]")},
+			[]string{"process.env[1]", "UTF-16"}},
+		{"unpaired low surrogate in the working folder", map[string]any{"process.cwd": json.RawMessage(`"C:\\\udc00"`)},
+			[]string{"process.cwd", "UTF-16"}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

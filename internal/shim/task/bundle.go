@@ -95,6 +95,9 @@ func ReadSpec(bundle string) (*specs.Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read OCI spec: %w", err)
 	}
+	if err := oci.CheckUTF16(b); err != nil {
+		return nil, fmt.Errorf("OCI spec: %w", err)
+	}
 	var s specs.Spec
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("OCI spec %q: %v: %w", p, err, errdefs.ErrInvalidArgument)
@@ -215,7 +218,7 @@ func Cleanup(ctx context.Context, deps Deps, id, bundle string) (initPid uint32,
 		// The spec's layer folders still name the scratch.
 		r.chain, _ = layers.FromLayerFolders(spec.Windows.LayerFolders)
 	}
-	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, deps.callTimeout())
 	defer cancel()
 	return initPid, release(cctx, deps, r)
 }

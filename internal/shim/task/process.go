@@ -174,7 +174,7 @@ func (p *Process) start(ctx context.Context) (uint32, error) {
 	p.mu.Unlock()
 	if err != nil {
 		// Killed while starting (it was created then, and its exit recorded): it must not run.
-		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), HCSCallTimeout)
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.task.deps.callTimeout())
 		_, _ = hp.Kill(kctx)
 		cancel()
 		relay.Abort()
@@ -197,7 +197,7 @@ func (p *Process) launch(ctx context.Context) (HCSProcess, *stdio.Relay, error) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("stdio of %s: %w", p.ID(), err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, CreateTimeout)
+	cctx, cancel := context.WithTimeout(ctx, t.deps.createTimeout())
 	defer cancel()
 	hp, err := t.sys.CreateProcess(cctx, params)
 	if err != nil {
@@ -296,7 +296,7 @@ func (p *Process) kill(ctx context.Context, sig uint32) error {
 		}
 		return nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, p.task.deps.callTimeout())
 	defer cancel()
 	if act.terminate {
 		_, err = hp.Kill(cctx)
@@ -334,7 +334,7 @@ func (p *Process) Resize(ctx context.Context, width, height uint32) error {
 	if width > 0xFFFF || height > 0xFFFF {
 		return fmt.Errorf("resize console of %s: %dx%d is too large: %w", p.ID(), width, height, errdefs.ErrInvalidArgument)
 	}
-	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, p.task.deps.callTimeout())
 	defer cancel()
 	if err := hp.ResizeConsole(cctx, uint16(width), uint16(height)); err != nil {
 		return fmt.Errorf("resize console of %s to %dx%d: %w", p.ID(), width, height, err)

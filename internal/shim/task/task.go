@@ -77,7 +77,7 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 		if retErr == nil {
 			return
 		}
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), HCSCallTimeout)
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deps.callTimeout())
 		defer cancel()
 		if err := release(uctx, deps, acquired); err != nil {
 			logger.WithError(err).Error("undo failed create")
@@ -106,7 +106,7 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 		if deps.HNS == nil {
 			return nil, fmt.Errorf("task %s: windows.network.endpointList: no HNS to make a namespace with: %w", c.ID, errdefs.ErrNotImplemented)
 		}
-		hctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+		hctx, cancel := context.WithTimeout(ctx, deps.callTimeout())
 		ns, err := createNamespace(hctx, deps.HNS, c.Endpoints, func(id string) error {
 			state.Namespace, state.Endpoints = id, c.Endpoints
 			return writeState(c.Bundle, state)
@@ -127,13 +127,14 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 	acquired.chain = c.Chain
 	c.Document.Container.Storage.Path = volume
 
-	cctx, cancel := context.WithTimeout(ctx, CreateTimeout)
+	cctx, cancel := context.WithTimeout(ctx, deps.createTimeout())
 	defer cancel()
 	sys, err := deps.Host.CreateComputeSystem(cctx, c.ID, c.Document)
 	if err != nil {
 		return nil, fmt.Errorf("create compute system %q: %w", c.ID, err)
 	}
-	acquired.sys = sys
+	// The id too: when the handle cannot terminate it, the undo opens the system by id.
+	acquired.sys, acquired.systemID = sys, c.ID
 	if err := sys.Start(cctx); err != nil {
 		return nil, fmt.Errorf("start compute system %q: %w", c.ID, err)
 	}
@@ -294,7 +295,7 @@ func (t *Task) pauseResume(ctx context.Context, op string, transition func(procS
 	if err != nil {
 		return fmt.Errorf("%s task %s: %w", op, t.id, err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, t.deps.callTimeout())
 	defer cancel()
 	if err := call(cctx); err != nil {
 		return fmt.Errorf("%s compute system %q: %w", op, t.id, err)
@@ -362,7 +363,7 @@ func (t *Task) afterInitExit(ctx context.Context) {
 			p.logger(ctx).Error("exec did not exit after its container's init process")
 		}
 	}
-	tctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	tctx, cancel := context.WithTimeout(ctx, t.deps.callTimeout())
 	defer cancel()
 	if err := terminateSystem(tctx, t.deps.Host, t.sys, t.sys.ID()); err != nil {
 		log.G(ctx).WithError(err).WithField("task", t.id).Warn("terminate compute system after init exit")
@@ -372,7 +373,7 @@ func (t *Task) afterInitExit(ctx context.Context) {
 // cleanup releases the compute system, the layers and the task's state. It is idempotent; a
 // failure is returned and retried by the next call.
 func (t *Task) cleanup(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, t.deps.callTimeout())
 	defer cancel()
 	return release(cctx, t.deps, resources{sys: t.sys, systemID: t.sys.ID(), chain: t.chain, bundle: t.bundle, namespace: t.netns, endpoints: t.endpoints, vmRelease: t.vmRelease})
 }
@@ -434,7 +435,7 @@ func (t *Task) Update(ctx context.Context, res *specs.WindowsResources) error {
 	if err != nil {
 		return fmt.Errorf("update task %s: %w", t.id, err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, t.deps.callTimeout())
 	defer cancel()
 	for _, m := range reqs {
 		if err := t.sys.Modify(cctx, m); err != nil {
@@ -446,7 +447,7 @@ func (t *Task) Update(ctx context.Context, res *specs.WindowsResources) error {
 
 // Statistics returns the compute system's statistics.
 func (t *Task) Statistics(ctx context.Context) (*schema2.Statistics, error) {
-	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, t.deps.callTimeout())
 	defer cancel()
 	props, err := t.sys.Properties(cctx, schema2.PropertyTypeStatistics)
 	if err != nil {

@@ -36,6 +36,9 @@ type Options struct {
 	HCSEmuArgs []string
 	// SnapshotterArgs are extra arguments for containerd-wcow-snapshotter.
 	SnapshotterArgs []string
+	// ContainerdEnv are extra NAME=VALUE environment variables of containerd, which the shims
+	// it starts inherit (e.g. HCSSHIM_TIMEOUT_SECONDS).
+	ContainerdEnv []string
 	// NoImage skips importing the default test image.
 	NoImage bool
 	// Progress, if set, gets a line per step of New (the demo prints them).
@@ -203,6 +206,7 @@ func New(ctx context.Context, o Options, registered func(*Env)) (_ *Env, err err
 		"HCSEMU_ADDRESS=" + e.HCSEmuAddress,
 		"PATH=" + filepath.Dir(bins.Shim) + ":" + os.Getenv("PATH"),
 	}
+	daemonEnv = append(daemonEnv, o.ContainerdEnv...)
 	if err := e.startDaemon(ctx, "containerd", bins.Containerd, []string{"--config", cfgPath}, daemonEnv, e.Address); err != nil {
 		return e, err
 	}
