@@ -102,11 +102,16 @@ func ContainerDocument(s *specs.Spec, storagePath string, parents []string) (*sc
 	if _, err := CredentialSpec(s); err != nil {
 		return nil, err
 	}
+	// ShouldTerminateOnLastHandleClosed as hcsshim sets it for every WCOW container
+	// (internal/hcsoci/hcsdoc_wcow.go createWindowsContainerDocument): the shim holds its
+	// handle from create to delete, so HCS ends the container when the shim goes, even if the
+	// shim's own terminate never came back (a stuck HCS outliving the shim's delete action,
+	// which the soak suite found to leak the system otherwise).
 	return &schema2.ComputeSystem{
 		Owner:                             Owner,
 		SchemaVersion:                     &schema2.SchemaV21,
 		Container:                         c,
-		ShouldTerminateOnLastHandleClosed: false,
+		ShouldTerminateOnLastHandleClosed: true,
 	}, nil
 }
 

@@ -313,7 +313,8 @@ func wantTimeout(t *testing.T, what string, began time.Time, err error, names ..
 }
 
 // stuck holds HCS calls in hcsemu by stalls, in two phases. First StartComputeSystem,
-// CreateProcess and GetComputeSystemProperties, while a task create (stuck-a) and an exec
+// CreateProcess, GetComputeSystemProperties and TerminateComputeSystem, while a task create
+// (stuck-a, whose undo is stuck too) and an exec
 // (stuck-b) need them; then TerminateComputeSystem and GetComputeSystemProperties, while a
 // killed task ends and is deleted (stuck-c). Meanwhile the shims' State, Pids and Connect and
 // ctr task ls must answer within quickBound; the stuck calls must fail after the shims' HCS
@@ -332,7 +333,11 @@ func (s *soak) stuck(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, op := range []string{"start", "create-process", "properties"} {
+	// terminate too: the failed create's undo then cannot end stuck-a either, nor can the
+	// shim's delete action once containerd gives up on the shim (the compound case). HCS ends
+	// the system when the last handle to it closes (ShouldTerminateOnLastHandleClosed), so
+	// nothing may be left once the stalls are released.
+	for _, op := range []string{"start", "create-process", "properties", "terminate"} {
 		if _, err := f.Stall(op, 0); err != nil {
 			t.Fatal(err)
 		}
