@@ -805,7 +805,7 @@ func (h *hnsState) CreateNamespace(ctx context.Context, argID, settings string) 
 		doc.Type = hcn.NamespaceHost
 	case hcn.NamespaceHost, hcn.NamespaceHostDefault:
 	case hcn.NamespaceGuest, hcn.NamespaceGuestDefault:
-		return "", hcnErrorf(computenetwork.E_NOTIMPL, "Type: %q namespaces belong in utility VMs, which the emulator does not network", doc.Type)
+		return "", hcnErrorf(computenetwork.E_NOTIMPL, "Type: %q namespaces are not emulated: a utility VM's guest takes the pod's Host namespace (a NetworkNamespace guest request) and its endpoints as NICs", doc.Type)
 	default:
 		return "", hcnErrorf(computenetwork.E_INVALIDARG, "Type: %q is not Host, HostDefault, Guest or GuestDefault", doc.Type)
 	}
