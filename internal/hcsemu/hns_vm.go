@@ -108,13 +108,3 @@ func (h *hnsState) detachVMNIC(ctx context.Context, vm, nic, epID string) {
 	}
 	log.G(ctx).WithFields(log.Fields{"endpoint": ep.doc.Id, "system": vm, "nic": nic}).Info("hcsemu: HNS endpoint unplugged from a utility VM")
 }
-
-// endpointNamespace is the HNS namespace endpoint epID is in ("" if none, or no such endpoint).
-func (h *hnsState) endpointNamespace(epID string) string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if ep, err := h.endpoint(epID); err == nil && ep.namespace != nil {
-		return ep.namespace.doc.Id
-	}
-	return ""
-}
