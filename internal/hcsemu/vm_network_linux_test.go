@@ -203,6 +203,13 @@ func TestVMNetworking(t *testing.T) {
 		t.Errorf("a hosted container naming a namespace the guest lacks: %v", err)
 	}
 
+	// A hosted container's network is the VM's: HCS v1's Network request cannot add an
+	// endpoint to it.
+	if err := e.Modify(ctx, wire.SystemRef{ID: "web"}, fmt.Sprintf(`{"ResourceType":"Network","RequestType":"Add","Settings":%q}`, otherEP)); err == nil ||
+		!strings.Contains(err.Error(), "NetworkAdapters") {
+		t.Errorf("a v1 Network request on a hosted container: %v, want it refused", err)
+	}
+
 	// The guest's namespace cannot go while NICs remain.
 	if err := modify(e, "pod@vm", schema2.ModifySettingRequest{GuestRequest: schema2.GuestModifySettingRequest{
 		ResourceType: schema2.ResourceTypeNetworkNamespace, RequestType: schema2.RequestTypeRemove, Settings: nsDoc}}); err == nil {
@@ -227,9 +234,22 @@ func TestVMNetworking(t *testing.T) {
 	if _, err := h.QueryEndpoint(ctx, epID, ""); err != nil {
 		t.Errorf("the endpoint after the VM stopped: %v", err)
 	}
-	// Plugged again into a new VM, it can be: nothing of the old VM holds it.
-	startVM(t, e, "again@vm", "10.0.20348.1", 64)
+	// Plugged again into a new VM, it can be: nothing of the old VM holds it. A crash of that
+	// VM gives it back too.
+	againSub, _ := startVM(t, e, "again@vm", "10.0.20348.1", 64)
 	if err := modify(e, "again@vm", nicRequest(schema2.RequestTypeAdd, "nic0", epID, nil)); err != nil {
-		t.Errorf("the endpoint as a NIC of a second VM after the first stopped: %v", err)
+		t.Fatalf("the endpoint as a NIC of a second VM after the first stopped: %v", err)
+	}
+	if got := links(t, nsPath); len(got) != 1 {
+		t.Errorf("the endpoint's namespace while it is the second VM's NIC: %v, want only the other endpoint", got)
+	}
+	if err := e.Crash(ctx, "again@vm"); err != nil {
+		t.Fatal(err)
+	}
+	if st := againSub.exited(t, "again@vm"); st.ExitType != schema2.NotificationUnexpectedExit {
+		t.Errorf("crash: exit %+v", st)
+	}
+	if got := links(t, nsPath); strings.Join(got["eth1 "+mac], ",") != "10.252.0.7/24" {
+		t.Errorf("the endpoint's namespace after the VM crashed: %v, want eth1 %s 10.252.0.7/24 back", got, mac)
 	}
 }
