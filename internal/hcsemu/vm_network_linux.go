@@ -62,7 +62,7 @@ type vmNIC struct {
 	endpoint string
 }
 
-// netnsFile is where a VM's network namespace is bound.
+// vmNetnsPath is where a VM's network namespace is bound.
 func (s *system) vmNetnsPath() string {
 	return filepath.Join(s.e.cfg.Root, "netns", "vm-"+s.runtimeID())
 }
@@ -294,7 +294,7 @@ func (s *system) guestNICLocked(rt schema2.RequestType, r *networkModifyRequest)
 	return errorf(computecore.E_INVALIDARG, "%s.RequestType: %q in a GuestRequest %s: want PreAdd or Add under Add, Remove under Remove", f, r.RequestType, rt)
 }
 
-// hostedNetworkLocked is where a container hosted in the VM runs: the VM's network namespace.
+// hostedNetwork is where a container hosted in the VM runs: the VM's network namespace.
 // A Container.Networking.Namespace must be the one the guest was given (hcsshim names the pod's
 // namespace in every hosted container's document, internal/hcsoci/hcsdoc_wcow.go); the
 // container does not join that HNS namespace on the host (c's Networking is a copy the
@@ -320,7 +320,8 @@ func (vm *vmState) hostedNetwork(vmID string, c *schema2.Container) (string, err
 	return n.path, nil
 }
 
-// vmNetworkModifyLocked decodes and serves the two network guest requests (guestModifyLocked).
+// guestNetworkLocked decodes and serves the two network guest requests (for guestModifyLocked);
+// it reports whether g was one of them.
 func (s *system) guestNetworkLocked(g *schema2.GuestModifySettingRequest, decode func(any) error) (bool, error) {
 	switch g.ResourceType {
 	case schema2.ResourceTypeNetworkNamespace:
