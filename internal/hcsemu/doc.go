@@ -41,7 +41,8 @@
 //     UnexpectedExit, and dropping every client connection.
 //   - vm_validate.go, vm_linux.go, vm_modify_linux.go, hosted_linux.go, vminit_linux.go,
 //     spawn_vm_linux.go, cgroups_vm_linux.go, fault_vm_linux.go, osbuild.go: utility VMs and
-//     the containers hosted in them (see "Utility VMs" below).
+//     the containers hosted in them (see "Utility VMs" below); vm_network_linux.go and
+//     hns_vm.go: a VM's network namespace and HNS endpoints as its NICs.
 //   - gate_linux.go: who may talk to the daemon, decided in one place for every transport
 //     before a connection is served: on the unix socket (0600, in an owner-only folder when
 //     the daemon makes it) the daemon's own uid only (SO_PEERCRED); on TCP, a first frame
@@ -111,6 +112,8 @@
 //	VirtualMachine/Devices/MappedPipes/<\\.\pipe\name>     Add / Remove     none
 //	VirtualMachine/ComputeTopology/Memory/SizeInMB           (none) / Update  a bare number (MB)
 //	VirtualMachine/ComputeTopology/Processor/Limits          (none) / Update  ProcessorLimits
+//	VirtualMachine/Devices/NetworkAdapters/<nic id>          Add / Remove     NetworkAdapter {EndpointId, MacAddress}
+//	                                                         Update           NetworkAdapter (the endpoint cannot change)
 //
 // with an optional GuestRequest (GuestModifySettingRequest), applied after the host part of an
 // Add and before the host part of a Remove, the host part undone if the guest part fails:
@@ -124,6 +127,27 @@
 //	  virtual disk's path, each Layers[].Path a live VSMB share path (schema2.VSMBGuestPath) of
 //	  a layer folder; the container's file system (C:\) is then at ContainerRootPath.
 //	MappedDirectory Add/Remove {HostPath: a VSMB share path, ContainerPath: a guest path}.
+//	NetworkNamespace Add/Remove {the HNS namespace's document}: the guest knows that namespace
+//	  (one per VM); hosted containers naming it in Container.Networking.Namespace run in it.
+//	Network Add {AdapterId, RequestType: PreAdd, Settings: the HNS endpoint} (guest only, before
+//	  the NIC's host Add), Add {AdapterId, RequestType: Add} with the host Add, Remove
+//	  {AdapterId, RequestType: Remove} with the host Remove (hcsshim internal/uvm/network.go).
+//
+// Networking (vm_network_linux.go): a VM has a network namespace of its own from create to stop
+// (<root>/netns/vm-<runtime id>, loopback up), in which its init, its processes and all its
+// hosted containers run, so the containers of a pod share localhost. A NIC is an HNS endpoint:
+// its Add moves the endpoint's container-side link from its HNS namespace's netns into the
+// VM's, with its address, MAC and routes, as HNS hands a VM's NIC the endpoint's vSwitch port;
+// Remove moves it back (or removes it, for an endpoint in no HNS namespace). The endpoint stays
+// an HNS object throughout. When the VM stops (shutdown, terminate, crash) its NICs are
+// unplugged the same way and its namespace removed. An unknown endpoint, a malformed id, one
+// that is already a NIC (of any VM) or that containers of its HNS namespace use, a MacAddress
+// that is not the endpoint's, or a NIC id in use are refused naming the field, changing nothing.
+// A NIC can also be in the create document (Devices.NetworkAdapters). A hosted container with
+// Container.Networking.Namespace must name the namespace the guest was given (hcsshim names
+// the pod's namespace in every hosted container, internal/hcsoci/hcsdoc_wcow.go), else
+// ERROR_NOT_FOUND; it does not join the HNS namespace on the host. Container.Networking.
+// NetworkAdapters in a hosted container, and HCS v1 Network requests on one, are refused.
 //
 // Unknown fields anywhere are HCS_E_INVALID_JSON naming them (observed for guest requests,
 // microsoft/hcsshim#2714). Assumptions (Microsoft documents none of these): an unknown
@@ -132,10 +156,14 @@
 // absent is ERROR_NOT_FOUND (0x80070490); removing a share, disk, pipe or mount that a live hosted
 // container, combined layers or mapped directory still uses (or the "os" share) is ERROR_BUSY
 // (0x800700AA); shrinking memory below what the VM uses is E_INVALIDARG; a GuestRequest
-// ResourceType other than the three above is E_NOTIMPL. NICs (NetworkAdapters) are not emulated
-// yet (E_NOTIMPL at create and as a resource path): a hosted container joins its HNS namespace
-// through Container.Networking.Namespace, as a process-isolated one does, and processes of the
-// VM itself run in the daemon's network namespace.
+// ResourceType other than the five above is E_NOTIMPL. For networks: the emulated guest has one
+// network namespace (a second NetworkNamespace is E_NOTIMPL); a guest Add of an adapter without
+// its PreAdd is ERROR_NOT_FOUND, one whose PreAdd named another endpoint E_INVALIDARG; removing
+// the guest's namespace while NICs remain is ERROR_BUSY; a NIC whose MacAddress is not its
+// endpoint's is E_INVALIDARG; an endpoint in use elsewhere is HCN_E_ENDPOINT_ALREADY_ATTACHED.
+// hcsshim's removeNIC sends its guest part without a ResourceType (since microsoft/hcsshim#257);
+// what a Windows guest does with that is not known, and the emulator refuses it
+// (HCS_E_INVALID_JSON) rather than guess: runhcs names it "Network".
 //
 // Hosted containers: HcsCreateComputeSystem(id, {SchemaVersion, Owner, HostingSystemId: <VM id>,
 // HostedSystem: {SchemaVersion, Container}}): the VM must exist (HCS_E_SYSTEM_NOT_FOUND) and run

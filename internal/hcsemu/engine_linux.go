@@ -351,6 +351,9 @@ func (s *system) setupContainerLocked(ctx context.Context) error {
 
 // teardownLocked undoes setupLocked: mounts, volume, network namespace and cgroups.
 func (s *system) teardownLocked(ctx context.Context) {
+	if s.vm != nil {
+		s.releaseVMNetworkLocked(ctx)
+	}
 	s.leaveHostLocked()
 	s.unmapAllLocked(ctx)
 	s.leaveNetworkLocked()

@@ -74,6 +74,10 @@ func (e *Engine) modifyV1(ctx context.Context, ref wire.SystemRef, doc string) e
 	if s.doc.Container == nil {
 		return errorf(computecore.E_NOT_SUPPORTED, "ResourceType: Network: compute system %q is not a container", s.id)
 	}
+	if s.hosted != nil {
+		// Its network is the VM's (vm_network_linux.go): endpoints reach it as NICs of the VM.
+		return errorf(computecore.E_NOT_SUPPORTED, "ResourceType: Network: compute system %q runs in utility VM %q, whose NICs are its network (VirtualMachine/Devices/NetworkAdapters)", s.id, s.doc.HostingSystemId)
+	}
 	if s.netnsID == "" {
 		return e.firstEndpointLocked(ctx, s, epID, add)
 	}

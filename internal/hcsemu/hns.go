@@ -79,6 +79,9 @@ type hnsEndpoint struct {
 	outboundNAT *[]netip.Prefix
 	namespace   *hnsNamespace
 	hostLink    string // the dataplane's host end of the veth pair, while attached
+	// nic is set while the endpoint is a utility VM's NIC (hns_vm.go): its link is in the
+	// VM's network namespace, not in its HNS namespace's.
+	nic *endpointNIC
 }
 
 func (ep *hnsEndpoint) remote() bool { return ep.doc.Flags&1 != 0 }
@@ -747,6 +750,14 @@ func (h *hnsState) deleteEndpointLocked(ctx context.Context, ep *hnsEndpoint) {
 	if ns := ep.namespace; ns != nil {
 		h.detachLocked(ctx, ep)
 	}
+	if ep.nic != nil {
+		// Assumption: a deleted endpoint's NIC loses its network (HNS removes the port);
+		// the VM's NIC record goes with the NIC's Remove or the VM (detachVMNIC).
+		if err := h.dp.detach(ep); err != nil {
+			log.G(ctx).WithError(err).WithField("endpoint", ep.doc.Id).Warn("hcsemu: removing the endpoint's link from its VM failed")
+		}
+		ep.nic = nil
+	}
 	delete(h.endpoints, ep.doc.Id)
 	log.G(ctx).WithField("endpoint", ep.doc.Id).Info("hcsemu: HNS endpoint deleted")
 }
@@ -794,7 +805,7 @@ func (h *hnsState) CreateNamespace(ctx context.Context, argID, settings string) 
 		doc.Type = hcn.NamespaceHost
 	case hcn.NamespaceHost, hcn.NamespaceHostDefault:
 	case hcn.NamespaceGuest, hcn.NamespaceGuestDefault:
-		return "", hcnErrorf(computenetwork.E_NOTIMPL, "Type: %q namespaces belong in utility VMs, which the emulator does not network", doc.Type)
+		return "", hcnErrorf(computenetwork.E_NOTIMPL, "Type: %q namespaces are not emulated: a utility VM's guest takes the pod's Host namespace (a NetworkNamespace guest request) and its endpoints as NICs", doc.Type)
 	default:
 		return "", hcnErrorf(computenetwork.E_INVALIDARG, "Type: %q is not Host, HostDefault, Guest or GuestDefault", doc.Type)
 	}
@@ -916,6 +927,8 @@ func (h *hnsState) ModifyNamespace(ctx context.Context, id, settings string) err
 
 func (h *hnsState) attachLocked(ctx context.Context, ep *hnsEndpoint, ns *hnsNamespace) error {
 	switch {
+	case ep.nic != nil:
+		return hcnErrorf(computenetwork.HCN_E_ENDPOINT_ALREADY_ATTACHED, "Settings.EndpointId: endpoint %s is NIC %q of utility VM %q", ep.doc.Id, ep.nic.nic, ep.nic.vm)
 	case ep.namespace == ns:
 		return hcnErrorf(computenetwork.HCN_E_ENDPOINT_NAMESPACE_ALREADY_EXISTS, "Settings.EndpointId: endpoint %s is already in namespace %s", ep.doc.Id, ns.doc.Id)
 	case ep.namespace != nil:
@@ -935,7 +948,9 @@ func (h *hnsState) attachLocked(ctx context.Context, ep *hnsEndpoint, ns *hnsNam
 
 func (h *hnsState) detachLocked(ctx context.Context, ep *hnsEndpoint) {
 	ns := ep.namespace
-	if err := h.dp.detach(ep); err != nil {
+	if ep.nic != nil {
+		// A VM's NIC stays the VM's (its link is in the VM): only its namespace is left.
+	} else if err := h.dp.detach(ep); err != nil {
 		log.G(ctx).WithError(err).WithField("endpoint", ep.doc.Id).Warn("hcsemu: removing the endpoint's veth pair failed")
 	}
 	ns.endpoints = slices.DeleteFunc(ns.endpoints, func(e *hnsEndpoint) bool { return e == ep })

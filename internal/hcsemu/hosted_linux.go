@@ -22,10 +22,11 @@ import (
 // hostedLink is a hosted container's tie to its VM; set at create, read under the container's
 // lock.
 type hostedLink struct {
-	vm   *system
-	ns   *vmNamespaces // the VM's namespaces, for the spawner
-	cpus int           // the VM's processors: the "host" of the container's limits
-	left bool          // deregistered from the VM
+	vm    *system
+	ns    *vmNamespaces // the VM's namespaces, for the spawner
+	netns string        // the VM's network namespace file (vm_network_linux.go)
+	cpus  int           // the VM's processors: the "host" of the container's limits
+	left  bool          // deregistered from the VM
 	// vmExit is the exit type of the VM once it has stopped (set under the VM's lock, so
 	// atomically): the container's processes die with it, and the container exits as it did.
 	vmExit atomic.Value // schema2.NotificationType
@@ -58,6 +59,11 @@ func (s *system) setupHostedLocked(ctx context.Context) error {
 	}
 	s.hosted, s.volPath = link, volPath
 	s.doc.Container = &c
+	// Its processes run in the VM's network stack; c names no HNS namespace to join any more
+	// (hostedNetwork).
+	if s.netns, err = os.Open(link.netns); err != nil {
+		return errorf(computecore.E_FAIL, "compute system %q: the network namespace of VM %q: %v", s.id, s.doc.HostingSystemId, err)
+	}
 	return s.setupContainerLocked(ctx)
 }
 
@@ -107,6 +113,10 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 			return nil, "", errorf(computecore.HCS_E_IMAGE_MISMATCH, "%s.Storage.Layers: the image's build %s is newer than VM %q's (%s)", f, b.Version, vmSys.id, vm.build.Version)
 		}
 	}
+	netns, err := vm.hostedNetwork(vmSys.id, c)
+	if err != nil {
+		return nil, "", err
+	}
 	if c.Processor != nil && c.Processor.Count > vm.count {
 		return nil, "", errorf(computecore.E_INVALIDARG, "%s.Processor.Count: %d is more than VM %q's %d processors", f, c.Processor.Count, vmSys.id, vm.count)
 	}
@@ -134,7 +144,7 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 	s.cg = cg
 	vm.hosted[s.id] = ref
 	vm.sys[s.id] = s
-	return &hostedLink{vm: vmSys, ns: vm.ns, cpus: int(vm.count)}, cl.target, nil
+	return &hostedLink{vm: vmSys, ns: vm.ns, netns: netns, cpus: int(vm.count)}, cl.target, nil
 }
 
 // mapHostedLocked maps a directory into a running hosted container (a modify at

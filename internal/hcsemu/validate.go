@@ -311,7 +311,10 @@ func validateContainer(c *schema2.Container, hosted bool, hostCPUs int, statPath
 		// emulator makes for the container (hns.go systemNamespace).
 		switch {
 		case hosted:
-			return errorf(computecore.E_NOTIMPL, "Container.Networking.NetworkAdapters: %q: networking inside a utility VM is not emulated", n.NetworkAdapters)
+			// A hosted container's network is its VM's NICs (VirtualMachine/Devices/
+			// NetworkAdapters) in the namespace Container.Networking.Namespace names; hcsshim
+			// never lists endpoints in a hosted container's document.
+			return errorf(computecore.E_NOTIMPL, "Container.Networking.NetworkAdapters: %q: endpoints of a container in a utility VM are not emulated; add them to the VM as NICs and name their namespace in Container.Networking.Namespace", n.NetworkAdapters)
 		case n.Namespace != "":
 			// Assumption: with a namespace HCS takes the endpoints from it (hcsshim leaves the
 			// adapters out then); a document with both is refused rather than guessed at.

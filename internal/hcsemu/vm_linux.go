@@ -136,6 +136,7 @@ type vmState struct {
 	init     *os.Process
 	initDone chan struct{} // closed when the init is reaped
 	ns       *vmNamespaces
+	net      *vmNetwork // from create to stop (vm_network_linux.go)
 
 	shares map[string]*vsmbShare          // by lower-cased name
 	scsi   map[string]map[uint8]*scsiDisk // by controller key, then LUN
@@ -279,7 +280,10 @@ func (s *system) setupVMLocked(ctx context.Context) error {
 		}
 	}
 	s.vm = newVMState(s.e, s.id, doc)
-	return s.applyVMLimitsLocked()
+	if err := s.applyVMLimitsLocked(); err != nil {
+		return err
+	}
+	return s.setupVMNetworkLocked(ctx, doc.Devices.NetworkAdapters)
 }
 
 // applyVMLimitsLocked sets the VM's cgroup: memory.limit = SizeInMB, CPU quota = Count
@@ -406,7 +410,8 @@ func (s *system) bootInitLocked(ctx context.Context) error {
 			Setpgid:    true,
 		},
 	}
-	p, err := s.e.sp.spawn(s.cg, nil, self, []string{"hcsemu-vm-init"}, attr)
+	// In the VM's network namespace (s.netns, vm_network_linux.go): the VM's own stack.
+	p, err := s.e.sp.spawn(s.cg, s.netns, self, []string{"hcsemu-vm-init"}, attr)
 	w.Close()
 	if err != nil {
 		return errorf(computecore.E_FAIL, "start of VM %q: start its init: %v", s.id, err)
@@ -518,6 +523,8 @@ func (s *system) stopVMLocked(ctx context.Context, exitType schema2.Notification
 		hosted = append(hosted, h)
 	}
 	s.releaseVMLocked(ctx)
+	// Its processes are dead: its NICs go back to HNS, its network namespace goes.
+	s.releaseVMNetworkLocked(ctx)
 	// Hosted containers are locked after the VM's lock is let go (lock order above).
 	s.e.cleanup.Add(1)
 	go func() {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/computenetwork"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
@@ -262,6 +263,12 @@ func TestVMIsABoundary(t *testing.T) {
 // system, as the Linux snapshotter makes them; it returns the folder.
 func hostContainer(t *testing.T, e *Engine, vmID, id, layer string, sub Subscriber) (string, error) {
 	t.Helper()
+	return hostContainerIn(t, e, vmID, id, layer, sub, nil)
+}
+
+// hostContainerIn is hostContainer with the container's Networking.
+func hostContainerIn(t *testing.T, e *Engine, vmID, id, layer string, sub Subscriber, net *schema2.Networking) (string, error) {
+	t.Helper()
 	scratch := t.TempDir()
 	if err := os.Mkdir(filepath.Join(scratch, "Files"), 0o755); err != nil {
 		t.Fatal(err)
@@ -287,7 +294,7 @@ func hostContainer(t *testing.T, e *Engine, vmID, id, layer string, sub Subscrib
 		t.Fatalf("combine layers: %v", err)
 	}
 	doc, _ := json.Marshal(schema2.ComputeSystem{Owner: "test", SchemaVersion: &schema2.SchemaV21, HostingSystemId: vmID,
-		HostedSystem: schema2.HostedSystem{SchemaVersion: &schema2.SchemaV21, Container: &schema2.Container{Storage: &schema2.Storage{Path: mount, Layers: layers}}}})
+		HostedSystem: schema2.HostedSystem{SchemaVersion: &schema2.SchemaV21, Container: &schema2.Container{Storage: &schema2.Storage{Path: mount, Layers: layers}, Networking: net}}})
 	if _, err := e.CreateSystem(context.Background(), id, string(doc), sub); err != nil {
 		return scratch, err
 	}
@@ -569,7 +576,12 @@ func TestVMModify(t *testing.T) {
 		{"no memory", `{"ResourcePath":"VirtualMachine/ComputeTopology/Memory/SizeInMB","Settings":0}`, computecore.E_INVALIDARG, "0 MB"},
 		{"cpu limits", `{"ResourcePath":"VirtualMachine/ComputeTopology/Processor/Limits","Settings":{"Limit":50000,"Weight":200}}`, 0, ""},
 		{"cpu limit too high", `{"ResourcePath":"VirtualMachine/ComputeTopology/Processor/Limits","Settings":{"Limit":100001}}`, computecore.E_INVALIDARG, "Settings.Limit"},
-		{"NIC", `{"ResourcePath":"VirtualMachine/Devices/NetworkAdapters/n1","RequestType":"Add","Settings":{"EndpointId":"e"}}`, computecore.E_NOTIMPL, "NICs"},
+		{"NIC of a malformed endpoint id", `{"ResourcePath":"VirtualMachine/Devices/NetworkAdapters/n1","RequestType":"Add","Settings":{"EndpointId":"e"}}`, computecore.HRESULT(computenetwork.HCN_E_GUID_CONVERSION_FAILURE), "Settings.EndpointId"},
+		{"NIC of an unknown endpoint", `{"ResourcePath":"VirtualMachine/Devices/NetworkAdapters/n1","RequestType":"Add","Settings":{"EndpointId":"6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11"}}`, computecore.HRESULT(computenetwork.HCN_E_ENDPOINT_NOT_FOUND), "Settings.EndpointId"},
+		{"remove an absent NIC", `{"ResourcePath":"VirtualMachine/Devices/NetworkAdapters/n1","RequestType":"Remove"}`, errNotFound, "no such NIC"},
+		{"guest NIC before its namespace", `{"GuestRequest":{"ResourceType":"Network","RequestType":"Add","Settings":{"AdapterId":"n1","RequestType":"PreAdd","Settings":{"ID":"6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11"}}}}`, errNotFound, "no network namespace"},
+		{"guest namespace without an id", `{"GuestRequest":{"ResourceType":"NetworkNamespace","RequestType":"Add","Settings":{"Type":"Host"}}}`, computecore.HCS_E_INVALID_JSON, "GuestRequest.Settings.ID"},
+		{"guest NIC request with an unknown field", `{"GuestRequest":{"ResourceType":"Network","RequestType":"Add","Settings":{"AdapterInstanceId":"n1"}}}`, computecore.HCS_E_INVALID_JSON, "AdapterInstanceId"},
 		{"unknown path", `{"ResourcePath":"VirtualMachine/Devices/Floppy","RequestType":"Add"}`, computecore.E_INVALIDARG, "Floppy"},
 		{"mount an empty LUN", `{"GuestRequest":{"ResourceType":"MappedVirtualDisk","RequestType":"Add","Settings":{"ContainerPath":"C:\\m","Lun":9}}}`, errNotFound, "LUN 9"},
 		{"layers on no disk", `{"GuestRequest":{"ResourceType":"CombinedLayers","RequestType":"Add","Settings":{"ContainerRootPath":"C:\\m","Layers":[{"Id":"1","Path":"x"}]}}}`, computecore.E_PATH_NOT_FOUND, "no disk is mounted"},

@@ -182,10 +182,8 @@ func (s *system) hostModifyLocked(req *schema2.ModifySettingRequest, settings []
 			return nil
 		}}, nil
 	}
-	if strings.HasPrefix(p, "VirtualMachine/Devices/NetworkAdapters/") {
-		// A VM has no network namespace of its own yet: containers in it join their HNS
-		// namespace directly (Container.Networking.Namespace).
-		return nil, errorf(computecore.E_NOTIMPL, "ResourcePath: %q: NICs in a utility VM are not emulated yet", p)
+	if strings.HasPrefix(p, nicPathPrefix) {
+		return s.modifyNICLocked(context.Background(), req, settings)
 	}
 	return nil, errorf(computecore.E_INVALIDARG, "ResourcePath: %q is not a resource of a utility VM the emulator knows", p)
 }
@@ -355,6 +353,9 @@ func (s *system) guestModifyLocked(ctx context.Context, g *schema2.GuestModifySe
 		}
 		return nil
 	}
+	if handled, err := s.guestNetworkLocked(g, decode); handled {
+		return err
+	}
 	switch g.ResourceType {
 	case schema2.ResourceTypeMappedVirtualDisk:
 		var m schema2.MappedVirtualDisk
@@ -377,7 +378,7 @@ func (s *system) guestModifyLocked(ctx context.Context, g *schema2.GuestModifySe
 	case "":
 		return errorf(computecore.HCS_E_INVALID_JSON, "GuestRequest.ResourceType: missing required field")
 	}
-	return errorf(computecore.E_NOTIMPL, "GuestRequest.ResourceType: %q is not emulated (MappedVirtualDisk, CombinedLayers and MappedDirectory are)", g.ResourceType)
+	return errorf(computecore.E_NOTIMPL, "GuestRequest.ResourceType: %q is not emulated (MappedVirtualDisk, CombinedLayers, MappedDirectory, NetworkNamespace and Network are)", g.ResourceType)
 }
 
 func (s *system) guestDiskLocked(rt schema2.RequestType, m *schema2.MappedVirtualDisk) error {

@@ -128,8 +128,11 @@ func validateDevices(d *schema2.Devices) error {
 	if d == nil {
 		return errorf(computecore.HCS_E_INVALID_JSON, "%s: missing required field (the VSMB share %q to boot from)", f, schema2.UVMOSShareName)
 	}
-	if len(d.NetworkAdapters) > 0 {
-		return errorf(computecore.E_NOTIMPL, "%s.NetworkAdapters: NICs in a utility VM are not emulated", f)
+	for _, id := range sortedKeys(d.NetworkAdapters) {
+		// The endpoint is looked up when the VM is created (vm_network_linux.go).
+		if d.NetworkAdapters[id].EndpointId == "" {
+			return errorf(computecore.HCS_E_INVALID_JSON, "%s.NetworkAdapters.%s.EndpointId: missing required field", f, id)
+		}
 	}
 	if d.Plan9 != nil {
 		return errorf(computecore.E_NOTIMPL, "%s.Plan9: Plan 9 shares (Linux utility VMs) are not emulated", f)

@@ -69,7 +69,8 @@ func TestValidateVirtualMachine(t *testing.T) {
 		{"attachment without path", `"Devices":{`, scsi("c", "0", `{"Type":"VirtualDisk"}`), computecore.HCS_E_INVALID_JSON, "Attachments.0.Path: missing"},
 		{"five controllers", `"Devices":{`, `"Devices":{"Scsi":{"a":{},"b":{},"c":{},"d":{},"e":{}},`, computecore.E_INVALIDARG, "Scsi: 5 controllers, at most 4"},
 		{"service table key not a GUID", `"Devices":{`, `"Devices":{"HvSocket":{"HvSocketConfig":{"ServiceTable":{"log":{}}}},`, computecore.E_INVALIDARG, "ServiceTable.log"},
-		{"NICs at create", `"Devices":{`, `"Devices":{"NetworkAdapters":{"n":{"EndpointId":"e"}},`, computecore.E_NOTIMPL, "NetworkAdapters"},
+		{"NIC at create without an endpoint", `"Devices":{`, `"Devices":{"NetworkAdapters":{"n":{"MacAddress":"00-15-5D-00-00-01"}},`, computecore.HCS_E_INVALID_JSON, "NetworkAdapters.n.EndpointId: missing"},
+		{"NIC at create", `"Devices":{`, `"Devices":{"NetworkAdapters":{"n":{"EndpointId":"e"}},`, 0, ""}, // the endpoint is looked up at create
 		{"guest state", `"Chipset":`, `"GuestState":{"GuestStateFilePath":"/g"},"Chipset":`, computecore.E_NOTIMPL, "VirtualMachine.GuestState"},
 		{"Linux kernel", `"Chipset":{`, `"Chipset":{"LinuxKernelDirect":{"KernelFilePath":"/k"},`, computecore.E_NOTIMPL, "LinuxKernelDirect"},
 		{"guest connection", `"Chipset":`, `"GuestConnection":{},"Chipset":`, 0, ""},

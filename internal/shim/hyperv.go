@@ -54,7 +54,11 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 		if err != nil {
 			return nil, err
 		}
-		return task.CreateSandbox(ctx, s.deps, task.SandboxConfig{ID: req.ID, Bundle: req.Bundle, VM: o, Process: spec.Process, IO: io})
+		sc := task.SandboxConfig{ID: req.ID, Bundle: req.Bundle, VM: o, Process: spec.Process, IO: io, Endpoints: task.OwnEndpoints(spec)}
+		if n := spec.Windows.Network; n != nil {
+			sc.NetworkNamespace = n.NetworkNamespace
+		}
+		return task.CreateSandbox(ctx, s.deps, sc)
 	case containerTypeContainer:
 		sandbox, err := s.get(sandboxID)
 		if err != nil || sandbox.VM() == nil {
@@ -72,6 +76,8 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 			Process:  spec.Process,
 			IO:       io,
 			Hosted:   &task.HostedConfig{VM: sandbox.VM(), ScratchDisk: uvm.ScratchDisk(chain.Scratch)},
+			// Refused: the pod's network is its sandbox's (createHosted).
+			Endpoints: task.OwnEndpoints(spec),
 		})
 	}
 	if kind != "" {
@@ -88,7 +94,8 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 	if err != nil {
 		return nil, err
 	}
-	return task.CreateStandalone(ctx, s.deps, o, task.Config{ID: req.ID, Bundle: req.Bundle, Chain: chain, Document: doc, Process: spec.Process, IO: io}, uvm.ScratchDisk(chain.Scratch))
+	return task.CreateStandalone(ctx, s.deps, o, task.Config{ID: req.ID, Bundle: req.Bundle, Chain: chain, Document: doc, Process: spec.Process, IO: io,
+		Endpoints: task.OwnEndpoints(spec)}, uvm.ScratchDisk(chain.Scratch))
 }
 
 // vmOptions sizes the utility VM of the task id (<id>@vm) and finds its boot layer among the

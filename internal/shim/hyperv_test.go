@@ -2,8 +2,10 @@ package shim
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,9 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hns/hcn"
 	"github.com/openhcs/runhcs/internal/oci"
+	"github.com/openhcs/runhcs/internal/shim/task"
 	"github.com/openhcs/runhcs/protocols/diag"
 	"github.com/openhcs/runhcs/protocols/options"
 	"github.com/openhcs/runhcs/protocols/stats"
@@ -370,5 +374,143 @@ func TestHyperVStandalone(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(req.Bundle, "runhcs-state.json")); !os.IsNotExist(err) {
 		t.Errorf("state left: %v", err)
+	}
+}
+
+// nicLog lists a VM's network requests in order: "Add NetworkNamespace", "PreAdd <endpoint>",
+// "Add NIC <endpoint>", "Remove NIC <endpoint>", "Remove NetworkNamespace".
+func nicLog(vm *fakeSystem) []string {
+	vm.mu.Lock()
+	defer vm.mu.Unlock()
+	var out []string
+	for _, m := range vm.modified {
+		if strings.HasPrefix(m.ResourcePath, "VirtualMachine/Devices/NetworkAdapters/") {
+			out = append(out, string(m.RequestType)+" NIC "+m.Settings.(schema2.NetworkAdapter).EndpointId)
+			continue
+		}
+		g, ok := m.GuestRequest.(*schema2.GuestModifySettingRequest)
+		if !ok {
+			continue
+		}
+		switch g.ResourceType {
+		case schema2.ResourceTypeNetworkNamespace:
+			out = append(out, string(g.RequestType)+" NetworkNamespace")
+		case schema2.ResourceTypeNetwork:
+			if r := g.Settings.(*schema2.NetworkModifyRequest); r.RequestType == schema2.NetworkRequestPreAdd {
+				out = append(out, "PreAdd "+r.Settings.(*hcn.HostComputeEndpoint).Id)
+			}
+		}
+	}
+	return out
+}
+
+// TestHyperVPodNetwork: the sandbox's HNS namespace goes into the pod's VM with its endpoints as
+// NICs; its containers name the namespace and add nothing; stopping the sandbox removes the NICs
+// and the namespace from the VM before the VM stops. A container of the pod with an endpoint
+// list of its own is refused.
+func TestHyperVPodNetwork(t *testing.T) {
+	h := newHarness(t)
+	f := newFakeHNS()
+	h.svc.deps.HNS = f.dial
+	ctx := context.Background()
+	pause, app1, _ := h.hvLayers()
+	ns, _ := f.CreateNamespace(ctx, hcn.NamespaceHost)
+	for _, ep := range []string{ep1, ep2} {
+		if err := f.AddNamespaceEndpoint(ctx, ns.Id, ep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withNS := func(req *taskapi.CreateTaskRequest) *taskapi.CreateTaskRequest {
+		spec, err := task.ReadSpec(req.Bundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Windows.Network = &specs.WindowsNetwork{NetworkNamespace: ns.Id}
+		writeSpec(t, req.Bundle, spec)
+		return req
+	}
+	if _, err := h.svc.Create(ctx, withNS(h.hvBundle("pod", "sandbox", pause))); err != nil {
+		t.Fatalf("create sandbox: %v", err)
+	}
+	vm := h.host.system("pod@vm")
+	want := []string{"Add NetworkNamespace", "PreAdd " + ep1, "Add NIC " + ep1, "PreAdd " + ep2, "Add NIC " + ep2}
+	if got := nicLog(vm); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the VM's network requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	h.createStart(withNS(h.hvBundle("c1", "container", app1, pause)))
+	hosted := h.host.system("c1").doc.(*schema2.ComputeSystem).HostedSystem.(*schema2.HostedSystem)
+	if n := hosted.Container.Networking; n == nil || n.Namespace != ns.Id || len(n.NetworkAdapters) != 0 {
+		t.Errorf("the hosted container's networking %+v, want the pod's namespace %s", n, ns.Id)
+	}
+	if got := nicLog(vm); len(got) != len(want) {
+		t.Errorf("a workload container changed the VM's network: %q", got[len(want):])
+	}
+	req := h.hvBundle("c2", "container", app1, pause)
+	spec, _ := task.ReadSpec(req.Bundle)
+	spec.Windows.Network = &specs.WindowsNetwork{EndpointList: []string{epBad}}
+	writeSpec(t, req.Bundle, spec)
+	if _, err := h.svc.Create(ctx, req); !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), "endpointList") {
+		t.Errorf("a pod container with endpoints of its own: %v, want FailedPrecondition naming endpointList", err)
+	}
+
+	if _, err := h.svc.Kill(ctx, &taskapi.KillRequest{ID: "pod", Signal: 9}); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "Remove NIC "+ep2, "Remove NIC "+ep1, "Remove NetworkNamespace")
+	if got := nicLog(vm); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("after the sandbox's kill:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if vm.terminated == 0 {
+		t.Error("the sandbox's kill did not stop the VM")
+	}
+	if eps := f.ns[ns.Id]; len(eps) != 2 {
+		t.Errorf("the pod's namespace (CRI's) lost its endpoints: %q", eps)
+	}
+}
+
+// TestHyperVStandaloneEndpoints: a Hyper-V task outside a pod with an endpoint list gets a
+// namespace the shim makes, added to its own VM; delete removes the NICs, then the namespace.
+func TestHyperVStandaloneEndpoints(t *testing.T) {
+	h := newHarness(t)
+	f := newFakeHNS()
+	h.svc.deps.HNS = f.dial
+	ctx := context.Background()
+	pause, app1, _ := h.hvLayers()
+	req := h.hvBundle("c1", "container", app1, pause)
+	req.Bundle = h.bundle("c1", endpointSpec(ep1)).Bundle // no CRI annotations
+	p := h.createStart(req)
+	doc := h.host.system("c1").doc.(*schema2.ComputeSystem)
+	n := doc.HostedSystem.(*schema2.HostedSystem).Container.Networking
+	if n == nil || n.Namespace == "" || len(n.NetworkAdapters) != 0 || !slices.Equal(f.ns[n.Namespace], []string{ep1}) {
+		t.Fatalf("networking %+v (namespaces %v): want the shim's namespace holding %s", n, f.ns, ep1)
+	}
+	vm := h.host.system("c1@vm")
+	if got := nicLog(vm); strings.Join(got, ",") != "Add NetworkNamespace,PreAdd "+ep1+",Add NIC "+ep1 {
+		t.Errorf("the VM's network requests: %q", got)
+	}
+	p.exit(0)
+	if _, err := h.svc.Wait(ctx, &taskapi.WaitRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.Delete(ctx, &taskapi.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := nicLog(vm); len(got) != 5 || got[3] != "Remove NIC "+ep1 || got[4] != "Remove NetworkNamespace" {
+		t.Errorf("after delete: %q, want the NIC and the namespace removed", got)
+	}
+	if f.count() != 0 {
+		t.Errorf("namespaces left: %v", f.ns)
+	}
+}
+
+// writeSpec rewrites a bundle's config.json.
+func writeSpec(t *testing.T, bundle string, spec *specs.Spec) {
+	t.Helper()
+	data, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

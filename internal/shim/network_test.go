@@ -2,6 +2,7 @@ package shim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -36,6 +37,25 @@ func (f *fakeHNS) dial() (task.HNS, error) {
 	f.dialled++
 	f.mu.Unlock()
 	return f, nil
+}
+
+func (f *fakeHNS) GetNamespace(ctx context.Context, id string) (*hcn.HostComputeNamespace, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	eps, ok := f.ns[id]
+	if !ok {
+		return nil, fmt.Errorf("namespace %s: %w", id, errdefs.ErrNotFound)
+	}
+	ns := &hcn.HostComputeNamespace{Id: id, Type: hcn.NamespaceHost}
+	for _, ep := range eps {
+		b, _ := json.Marshal(hcn.NamespaceResourceData{Id: ep})
+		ns.Resources = append(ns.Resources, hcn.NamespaceResource{Type: hcn.ResourceEndpoint, Data: b})
+	}
+	return ns, nil
+}
+
+func (f *fakeHNS) GetEndpoint(ctx context.Context, id string) (*hcn.HostComputeEndpoint, error) {
+	return &hcn.HostComputeEndpoint{Id: id, MacAddress: "00-15-5D-00-00-" + id[len(id)-2:]}, nil
 }
 
 func (f *fakeHNS) CreateNamespace(ctx context.Context, typ string) (*hcn.HostComputeNamespace, error) {

@@ -33,6 +33,9 @@
 //   - pipes.go: host named pipes mapped into the VM (VirtualMachine/Devices/MappedPipes).
 //   - layers.go: a container's storage: a share per read-only layer, the scratch on SCSI and the
 //     layers combined in the guest (CombinedLayers); Release undoes it in reverse order.
+//   - network.go: the pod's HNS namespace added to the guest and its endpoints as NICs of the
+//     VM (hcsshim's AddNetNS / AddEndpointsToNS / addNIC), reference counted by namespace and
+//     removed, NICs last first, by RemoveNetwork or before the VM stops (Terminate).
 //   - stats.go: the VM's statistics (the "vm" part of the shim's stats).
 //
 // No lock is held across an HCS call: the VM's mutex guards its tables only; an addition
@@ -41,6 +44,7 @@
 // a release that fails because the VM is gone must not leave a task undeletable).
 //
 // It imports internal/hcs/schema2, internal/hcs (to recognise "gone" errors), internal/oci
-// (layer ids) and the protocols; nothing above them. The interfaces it needs of a
+// (layer ids), internal/hns and its documents (a namespace's endpoints) and the protocols;
+// nothing above them. The interfaces it needs of a
 // compute system are in types.go.
 package uvm

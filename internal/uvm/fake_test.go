@@ -36,12 +36,15 @@ type fakeSystem struct {
 	id     string
 	exited chan struct{}
 
-	mu      sync.Mutex
-	log     []string
-	docs    []string
-	failOn  map[string]error
-	props   *schema2.Properties
-	started bool
+	mu   sync.Mutex
+	log  []string
+	docs []string
+	reqs []string // every request as sent, in JSON
+	// failHook, when set, may fail a request by its log line.
+	failHook func(line string) error
+	failOn   map[string]error
+	props    *schema2.Properties
+	started  bool
 }
 
 func (s *fakeSystem) ID() string { return s.id }
@@ -76,6 +79,7 @@ func (s *fakeSystem) Modify(_ context.Context, req *schema2.ModifySettingRequest
 		return fmt.Errorf("modify: %w", hcs.ErrNotFound)
 	default:
 	}
+	full, _ := json.MarshalIndent(req, "", "  ")
 	what := req.ResourcePath
 	if g, ok := req.GuestRequest.(*schema2.GuestModifySettingRequest); ok {
 		what = "guest " + string(g.ResourceType)
@@ -85,11 +89,17 @@ func (s *fakeSystem) Modify(_ context.Context, req *schema2.ModifySettingRequest
 	b, _ := json.Marshal(req.Settings)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.failHook != nil {
+		if err := s.failHook(line); err != nil {
+			return err
+		}
+	}
 	if err := s.failOn[line]; err != nil {
 		return err
 	}
 	s.log = append(s.log, line)
 	s.docs = append(s.docs, string(b))
+	s.reqs = append(s.reqs, string(full))
 	return nil
 }
 

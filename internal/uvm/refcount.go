@@ -109,3 +109,14 @@ func (t *refs[K, V]) len() int {
 	defer t.mu.Unlock()
 	return len(t.m)
 }
+
+// keys returns the keys the table holds.
+func (t *refs[K, V]) keys() []K {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]K, 0, len(t.m))
+	for k := range t.m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -24,6 +24,9 @@ type VM struct {
 	shares refs[shareKey, *Share]
 	disks  refs[string, *Disk]
 	pipes  refs[string, string]
+	// networks are HNS namespaces added to the VM with their endpoints as NICs (network.go),
+	// by lower-cased namespace id.
+	networks refs[string, *network]
 
 	counterMu sync.Mutex // guards the name counters and the LUN table
 	nextShare uint64
@@ -99,8 +102,13 @@ func (vm *VM) Start(ctx context.Context) error {
 }
 
 // Terminate stops the VM; a VM already gone is not an error (hcsshim's v2/system.go tolerates
-// HCS_E_SYSTEM_ALREADY_STOPPED and SYSTEM_NOT_FOUND likewise).
+// HCS_E_SYSTEM_ALREADY_STOPPED and SYSTEM_NOT_FOUND likewise). Its networks are removed first,
+// as hcsshim's pod sandbox tears down networking before it closes the VM; a failure there is
+// logged and does not keep the VM running (HCS unplugs the NICs of a VM that stops).
 func (vm *VM) Terminate(ctx context.Context) error {
+	if err := vm.removeNetworks(ctx); err != nil {
+		log.G(ctx).WithError(err).WithField("system", vm.id).Warn("remove the pod network from the utility VM before stopping it")
+	}
 	if vm.gone() {
 		return nil
 	}

@@ -138,23 +138,7 @@ func TestPodNetworking(t *testing.T) {
 		deleteTask(ctx, t, tk)
 	})
 
-	workloadBin := filepath.Join(t.TempDir(), "workload")
-	b, err := harness.Workload()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(workloadBin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	hcsemuRoot := filepath.Join(env.Root, "hcsemu")
-	inHost := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, env.Bin.HCSEmu, append([]string{"hostns", "--root", hcsemuRoot, "--", workloadBin}, args...)...)
-		out, err := cmd.Output()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return string(out), &hostError{err, string(ee.Stderr)}
-		}
-		return string(out), err
-	}
+	inHost := hostRunner(ctx, t, env)
 	t.Run("the host reaches pod A", func(t *testing.T) {
 		out, err := inHost("connect", "10.252.0.10:8080", "from the host")
 		if err != nil || out != "echo: from the host\n" {
@@ -237,7 +221,37 @@ func TestPodNetworking(t *testing.T) {
 	if err := h.DeleteNetwork(ctx, network.Id); err != nil {
 		t.Error(err)
 	}
+	checkNoNetworkLeft(ctx, t, env, h)
+}
 
+// hostRunner returns a function that runs the workload program with args in the emulated
+// host's network namespace (hcsemu hostns) and returns its output.
+func hostRunner(ctx context.Context, t *testing.T, env *harness.Env) func(args ...string) (string, error) {
+	t.Helper()
+	workloadBin := filepath.Join(t.TempDir(), "workload")
+	b, err := harness.Workload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(workloadBin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hcsemuRoot := filepath.Join(env.Root, "hcsemu")
+	return func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, env.Bin.HCSEmu, append([]string{"hostns", "--root", hcsemuRoot, "--", workloadBin}, args...)...)
+		out, err := cmd.Output()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), &hostError{err, string(ee.Stderr)}
+		}
+		return string(out), err
+	}
+}
+
+// checkNoNetworkLeft fails t if any HNS endpoint or namespace, network namespace file (but the
+// emulated host's), mount of a task, or link in the emulated host but loopback is left.
+func checkNoNetworkLeft(ctx context.Context, t *testing.T, env *harness.Env, h *hns.Client) {
+	t.Helper()
+	hcsemuRoot := filepath.Join(env.Root, "hcsemu")
 	if eps, err := h.ListEndpoints(ctx, nil); err != nil || len(eps) != 0 {
 		t.Errorf("HNS endpoints left: %+v, %v", eps, err)
 	}

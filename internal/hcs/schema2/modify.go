@@ -63,7 +63,8 @@ const (
 // GuestModifySettingRequest is ModifySettingRequest.GuestRequest: a change inside a utility VM's
 // guest, which HCS forwards to the guest compute service over the guest connection (VirtDocs
 // GuestModifySettingRequest). Settings depend on ResourceType: a MappedVirtualDisk, a
-// CombinedLayers or a MappedDirectory.
+// CombinedLayers, a MappedDirectory, an HNS namespace (NetworkNamespace) or a
+// NetworkModifyRequest (Network).
 type GuestModifySettingRequest struct {
 	ResourceType ModifyResourceType `json:"ResourceType,omitempty"`
 	RequestType  RequestType        `json:"RequestType,omitempty"`
@@ -81,7 +82,27 @@ const (
 	ResourceTypeCombinedLayers    ModifyResourceType = "CombinedLayers"
 	ResourceTypeNetworkNamespace  ModifyResourceType = "NetworkNamespace"
 	ResourceTypeCimMount          ModifyResourceType = "CimMount"
+	// ResourceTypeNetwork is a NIC inside the guest, with a NetworkModifyRequest. Microsoft's
+	// ModifyResourceType does not list it; hcsshim sends it for WCOW and LCOW NICs
+	// (internal/protocol/guestresource ResourceTypeNetwork, internal/uvm/network.go addNIC).
+	ResourceTypeNetwork ModifyResourceType = "Network"
 )
+
+// Request types of a NetworkModifyRequest: the guest-only PreAdd (carrying the HNS endpoint)
+// comes before the host Add of the NIC, whose guest part is an Add (hcsshim addNIC).
+const (
+	NetworkRequestPreAdd RequestType = "PreAdd"
+)
+
+// NetworkModifyRequest is the Settings of a Network guest request (hcsshim's
+// guestrequest.NetworkModifyRequest; guests before RS5 took AdapterInstanceId instead):
+// AdapterId is the NIC's id (the key of its ResourcePathNetworkAdapterFormat), Settings the
+// HNS endpoint for a PreAdd, none otherwise.
+type NetworkModifyRequest struct {
+	AdapterId   string      `json:"AdapterId,omitempty"`
+	RequestType RequestType `json:"RequestType,omitempty"`
+	Settings    any         `json:"Settings,omitempty"`
+}
 
 // MappedVirtualDisk is the Settings of a MappedVirtualDisk guest request: mount the disk at
 // SCSI controller 0, Lun, at the guest path ContainerPath (VirtDocs MappedVirtualDisk; Windows

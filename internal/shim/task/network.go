@@ -21,6 +21,11 @@ import (
 // the endpoints, names it in the document, and on delete removes the endpoints and the
 // namespace, so a torn-down task leaves no endpoint attached. The namespace's id is recorded
 // in the bundle state first, so the delete action cleans up after a crash too.
+//
+// A Hyper-V pod's network is its utility VM's (uvm.go networkVM): the sandbox's namespace (or
+// one made for its endpoint list) is added to the VM with its endpoints as NICs, and the pod's
+// containers, which name that namespace, need nothing more; a container of the pod with an
+// endpoint list of its own is refused. A Hyper-V task outside a pod networks its own VM alike.
 
 // DefaultHNS is the platform's HNS (computenetwork.dll, or hcsemu's), for Deps.HNS.
 func DefaultHNS() (HNS, error) {

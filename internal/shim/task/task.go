@@ -146,9 +146,6 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 
 // createHostedTask is the rest of Create for a container in a utility VM (uvm.go).
 func createHostedTask(ctx context.Context, deps Deps, c Config, acquired *resources) (*Task, error) {
-	if len(c.Endpoints) > 0 {
-		return nil, fmt.Errorf("task %s: windows.network.endpointList in a Hyper-V pod: utility VM networking is not implemented: %w", c.ID, errdefs.ErrNotImplemented)
-	}
 	sys, err := createHosted(ctx, deps, c, acquired)
 	if err != nil {
 		return nil, err
@@ -159,7 +156,8 @@ func createHostedTask(ctx context.Context, deps Deps, c Config, acquired *resour
 	if err := sys.Start(cctx); err != nil {
 		return nil, fmt.Errorf("start compute system %q in utility VM %s: %w", c.ID, c.Hosted.VM.ID(), err)
 	}
-	t := &Task{deps: deps, id: c.ID, bundle: c.Bundle, sys: sys, vm: c.Hosted.VM, vmRelease: acquired.vmRelease, execs: map[string]*Process{}}
+	t := &Task{deps: deps, id: c.ID, bundle: c.Bundle, sys: sys, vm: c.Hosted.VM, vmRelease: acquired.vmRelease,
+		netns: acquired.namespace, endpoints: acquired.endpoints, execs: map[string]*Process{}}
 	t.init = newProcess(t, "", c.Process, c.IO)
 	go t.watchVM(deps.Ctx)
 	log.G(ctx).WithFields(log.Fields{"task": c.ID, "system": c.Hosted.VM.ID()}).Info("compute system created in the utility VM")

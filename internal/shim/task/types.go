@@ -61,8 +61,11 @@ type Mounter interface {
 }
 
 // HNS is what a task needs of the Host Network Service (an *hns.Client): a namespace of its
-// own for a spec's endpoint list (network.go).
+// own for a spec's endpoint list (network.go), and the documents of a namespace and its
+// endpoints to give a Hyper-V pod's utility VM (uvm.HNS).
 type HNS interface {
+	GetNamespace(ctx context.Context, id string) (*hcn.HostComputeNamespace, error)
+	GetEndpoint(ctx context.Context, id string) (*hcn.HostComputeEndpoint, error)
 	CreateNamespace(ctx context.Context, typ string) (*hcn.HostComputeNamespace, error)
 	AddNamespaceEndpoint(ctx context.Context, namespaceID, endpointID string) error
 	RemoveNamespaceEndpoint(ctx context.Context, namespaceID, endpointID string) error

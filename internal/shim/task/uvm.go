@@ -30,6 +30,11 @@ type SandboxConfig struct {
 	VM         *uvm.Options
 	Process    *specs.Process
 	IO         stdio.Config
+	// NetworkNamespace is the pod's HNS namespace (spec.windows.network.networkNamespace):
+	// added to the VM with its endpoints as NICs once it runs. Endpoints, when set instead
+	// (an endpoint list without a namespace), go into a namespace the task makes first.
+	NetworkNamespace string
+	Endpoints        []string
 }
 
 // CreateSandbox creates and starts the pod's utility VM and returns the sandbox task that owns
@@ -48,11 +53,13 @@ func CreateSandbox(ctx context.Context, deps Deps, c SandboxConfig) (_ *Task, re
 		return nil, fmt.Errorf("task %s: %w", c.ID, err)
 	}
 	sys := &vmSystem{vm: vm, hcs: uh.sys}
+	t := &Task{deps: deps, id: c.ID, bundle: c.Bundle, sys: sys, vm: vm, sandbox: true, execs: map[string]*Process{}}
 	defer func() {
 		if retErr != nil {
 			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), HCSCallTimeout)
 			defer cancel()
-			if err := release(uctx, deps, resources{sys: sys, systemID: vm.ID(), bundle: c.Bundle}); err != nil {
+			// The VM's Terminate removes its network first; then the namespace the task made.
+			if err := release(uctx, deps, resources{sys: sys, systemID: vm.ID(), bundle: c.Bundle, namespace: t.netns, endpoints: t.endpoints}); err != nil {
 				log.G(ctx).WithError(err).WithField("task", c.ID).Error("undo failed create")
 			}
 		}
@@ -60,11 +67,41 @@ func CreateSandbox(ctx context.Context, deps Deps, c SandboxConfig) (_ *Task, re
 	if err := vm.Start(cctx); err != nil {
 		return nil, fmt.Errorf("task %s: %w", c.ID, err)
 	}
-	t := &Task{deps: deps, id: c.ID, bundle: c.Bundle, sys: sys, vm: vm, sandbox: true, execs: map[string]*Process{}}
+	if err := t.networkVM(cctx, c.NetworkNamespace, c.Endpoints, &bundleState{SystemID: c.VM.ID}); err != nil {
+		return nil, fmt.Errorf("task %s: %w", c.ID, err)
+	}
 	t.init = newProcess(t, "", c.Process, c.IO)
 	go t.watchVM(deps.Ctx)
 	log.G(ctx).WithFields(log.Fields{"task": c.ID, "system": vm.ID()}).Info("utility VM created for the pod")
 	return t, nil
+}
+
+// networkVM gives the task's utility VM its network (uvm.AddNetwork, hcsshim's
+// configureSandboxNetwork for a sandbox or a standalone task): the HNS namespace ns, or one
+// the task makes for endpoints (recorded in state, then in t.netns/t.endpoints, so that the
+// task's release or the delete action removes it after the VM). Nothing to do without either.
+func (t *Task) networkVM(ctx context.Context, ns string, endpoints []string, state *bundleState) error {
+	if ns == "" && len(endpoints) == 0 {
+		return nil
+	}
+	if t.deps.HNS == nil {
+		return fmt.Errorf("windows.network: no HNS to network the utility VM with: %w", errdefs.ErrNotImplemented)
+	}
+	if ns == "" {
+		made, err := createNamespace(ctx, t.deps.HNS, endpoints, func(id string) error {
+			state.Namespace, state.Endpoints = id, endpoints
+			return writeState(t.bundle, state)
+		})
+		if err != nil {
+			return err
+		}
+		t.netns, t.endpoints, ns = made, endpoints, made
+	}
+	h, err := t.deps.HNS()
+	if err != nil {
+		return err
+	}
+	return t.vm.AddNetwork(ctx, h, ns)
 }
 
 // VM is the utility VM a sandbox task owns, nil for other tasks.
@@ -137,6 +174,32 @@ func createHosted(ctx context.Context, deps Deps, c Config, acquired *resources)
 			}
 			return vm.Close()
 		}))
+	}
+	if c.Hosted.OwnsVM {
+		// Its VM is its own: the task's network goes into it as a pod's does (hcsshim's
+		// configureSandboxNetwork for a standalone container in a UVM).
+		ns := ""
+		if n := c.Document.Container.Networking; n != nil {
+			ns = n.Namespace
+		}
+		t := &Task{deps: deps, id: c.ID, bundle: c.Bundle, vm: vm}
+		state := &bundleState{SystemID: c.ID, VMID: vm.ID()}
+		err := t.networkVM(ctx, ns, c.Endpoints, state)
+		acquired.namespace, acquired.endpoints = t.netns, t.endpoints
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", c.ID, err)
+		}
+		if t.netns != "" {
+			n := c.Document.Container.Networking
+			n.Namespace, n.NetworkAdapters = t.netns, nil
+			ns = t.netns
+		}
+		if ns != "" {
+			acquired.vmRelease = append(acquired.vmRelease, releaseOnce(func(ctx context.Context) error { return vm.RemoveNetwork(ctx, ns) }))
+		}
+	} else if len(c.Endpoints) > 0 {
+		// A container of a Hyper-V pod has its pod's network: the NICs of the pod's VM.
+		return nil, fmt.Errorf("task %s: windows.network.endpointList without a namespace in a Hyper-V pod: its containers share the pod's network (the sandbox's namespace, the VM's NICs): %w", c.ID, errdefs.ErrFailedPrecondition)
 	}
 	st, err := vm.MountLayers(ctx, c.Chain.Parents, c.Hosted.ScratchDisk)
 	if err != nil {

@@ -361,11 +361,14 @@ func (e *Env) SnapshotMounts(ctx context.Context, t testing.TB, c containerd.Con
 func (e *Env) HostNetnsPath() string { return filepath.Join(e.Root, "hcsemu", "netns", "host") }
 
 // TaskMountsUnderRoot lists the mounts under the environment's root other than the running
-// hcsemu's own host namespace: what tasks, layers and HNS objects left mounted.
+// hcsemu's own: its host namespace and its utility VMs' folder (<root>/vms, made a shared
+// mount once for the first VM and kept while hcsemu runs; a VM's own mounts are below it and
+// are listed). What is listed is what tasks, VMs, layers and HNS objects left mounted.
 func (e *Env) TaskMountsUnderRoot() []string {
 	var out []string
+	vms := filepath.Join(e.Root, "hcsemu", "vms")
 	for _, m := range mountsUnder(e.Root) {
-		if m != e.HostNetnsPath() {
+		if m != e.HostNetnsPath() && m != vms {
 			out = append(out, m)
 		}
 	}
