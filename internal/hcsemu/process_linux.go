@@ -189,6 +189,9 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 	// variables, and a workload still sees USERNAME; Kubernetes' runAsUserName documentation
 	// shows it).
 	envMap := acct.environment()
+	if s.identity != nil {
+		s.identity.addTo(envMap)
+	}
 	for k, v := range params.Environment {
 		envMap[k] = v
 	}

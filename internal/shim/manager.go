@@ -64,7 +64,9 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 		}
 		bundle = wd
 	}
-	deps := task.Deps{Host: newHCSHost(hcs.NewHostClient()), Mounter: layers.NewMounter(), HNS: task.DefaultHNS}
+	host := newHCSHost(hcs.NewHostClient())
+	ccg, _ := host.(task.CredentialGuards) // the instance of a crashed shim's task goes too
+	deps := task.Deps{Host: host, Mounter: layers.NewMounter(), HNS: task.DefaultHNS, CCG: ccg}
 	pid, err := task.Cleanup(ctx, deps, id, bundle)
 	if err != nil {
 		return cshim.StopStatus{}, err

@@ -189,6 +189,13 @@ func whoami(w io.Writer) error {
 	if _, err := fmt.Fprintf(w, "user=%s\\%s\n", os.Getenv("USERDOMAIN"), os.Getenv("USERNAME")); err != nil {
 		return err
 	}
+	// The account a gMSA container authenticates as on the network, where hcsemu shows it
+	// (internal/hcsemu NetworkIdentityVariable).
+	if n := os.Getenv("HCSEMU_NETWORK_IDENTITY"); n != "" {
+		if _, err := fmt.Fprintf(w, "network=%s\n", n); err != nil {
+			return err
+		}
+	}
 	if runtime.GOOS == "windows" {
 		return nil
 	}

@@ -83,6 +83,15 @@ type Deps struct {
 	// ExitGrace is how long a process's exit notification may trail its system's; 0 means
 	// DefaultExitGrace.
 	ExitGrace time.Duration
+	// CCG makes and removes Container Credential Guard instances (gMSA); nil: a task with a
+	// credential spec is refused.
+	CCG CredentialGuards
+}
+
+// CredentialGuards is what a task needs of HCS's Container Credential Guard (*hcs.Client).
+type CredentialGuards interface {
+	AddCredentialGuard(ctx context.Context, id, credSpec, transport string) (*schema2.ContainerCredentialGuardState, error)
+	RemoveCredentialGuard(ctx context.Context, id string) error
 }
 
 // Bounds of HCS calls. Creating and starting a silo takes seconds on real Windows (hcsshim
