@@ -51,6 +51,8 @@
 //     with a process's stdio kept under a token for the client's AttachStdio connections
 //     instead of sent as descriptors; only loopback addresses are served.
 //   - daemon_linux.go: Run, the daemon's wiring of listeners, engine and server.
+//   - users.go, users_linux.go: the container's accounts ("Users" below); ccg.go: Container
+//     Credential Guard instances ("gMSA" below).
 //   - hns.go, hns_v1.go: HNS objects, their validation and queries (v2), and the v1 HNSCall
 //     surface translated onto them; methods_hns_linux.go: their wire methods.
 //   - hnsnet_linux.go: the HNS dataplane: the emulated host's network namespace
@@ -192,6 +194,22 @@
 // Profile Service does at a first logon, so an account may always write its own profile.
 // Assumption: the NT AUTHORITY accounts' USERNAME and USERDOMAIN are shown as whoami names them
 // (SYSTEM, NT AUTHORITY); Windows gives SYSTEM's processes the machine account instead.
+//
+// gMSA (ccg.go): HcsModifyServiceSettings with PropertyType "ContainerCredentialGuard" adds
+// (AddInstance: Id, CredentialSpec, Transport "LRPC" or "HvSocket") and removes (RemoveInstance:
+// Id) Container Credential Guard instances, as hcsshim's internal/credentials drives them; the
+// service property "ContainerCredentialGuard" lists them (ContainerCredentialGuardSystemInfo).
+// Instances live until removed or the daemon ends, as they live until vmcompute exits. A
+// container's Container.ContainerCredentialGuard must be the state of an instance (its
+// RpcEndpoint and Cookie), else the create fails with E_INVALIDARG. The credential spec is checked
+// field by field (schema2.ParseCredentialSpec). Assumptions (undocumented codes): a duplicate Id
+// is ERROR_ALREADY_EXISTS, removing an unknown one ERROR_NOT_FOUND, a bad spec or transport and a
+// container naming no instance E_INVALIDARG; the other service settings (Memory, CpuGroup, cache
+// allocation) are E_NOTIMPL. A gMSA container's processes see their domain: USERDOMAIN the spec's
+// NetBiosName, USERDNSDOMAIN its DnsName in upper case, and, the emulator's convention since
+// Windows shows it only through Kerberos, HCSEMU_NETWORK_IDENTITY the account the container
+// authenticates as on the network, "NETBIOS\<first gMSA's Name>$" (test/workload whoami prints
+// it).
 //
 // Like vmcompute, the daemon keeps systems alive across the death of the client that made them:
 // any client can open one by id. A stopped system is forgotten when its last handle closes. If
