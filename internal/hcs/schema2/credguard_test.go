@@ -1,6 +1,7 @@
 package schema2
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -37,6 +38,32 @@ func TestParseCredentialSpec(t *testing.T) {
 		}
 		if _, err := ParseCredentialSpec("spec", doc); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s → %s: err %v, want one naming %q", tc.from, tc.to, err, tc.want)
+		}
+	}
+}
+
+// TestCredentialGuardDocuments: the documents as HCS reads them (hcsshim's schema2 names).
+func TestCredentialGuardDocuments(t *testing.T) {
+	details, err := json.Marshal(ContainerCredentialGuardAddInstanceRequest{Id: "c1", CredentialSpec: `{"CmsPlugins":["ActiveDirectory"]}`, Transport: CCGTransportLRPC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{ServiceModificationRequest{PropertyType: ServicePropertyTypeContainerCredentialGuard, Settings: ContainerCredentialGuardOperationRequest{Operation: CCGAddInstance, OperationDetails: details}},
+			`{"PropertyType":"ContainerCredentialGuard","Settings":{"Operation":"AddInstance","OperationDetails":{"Id":"c1","CredentialSpec":"{\"CmsPlugins\":[\"ActiveDirectory\"]}","Transport":"LRPC"}}}`},
+		{ServiceModificationRequest{PropertyType: ServicePropertyTypeContainerCredentialGuard, Settings: ContainerCredentialGuardOperationRequest{Operation: CCGRemoveInstance, OperationDetails: json.RawMessage(`{"Id":"c1"}`)}},
+			`{"PropertyType":"ContainerCredentialGuard","Settings":{"Operation":"RemoveInstance","OperationDetails":{"Id":"c1"}}}`},
+		{Container{ContainerCredentialGuard: &ContainerCredentialGuardState{Cookie: "k", RpcEndpoint: "ep", Transport: CCGTransportLRPC, CredentialSpec: "{}"}},
+			`{"ContainerCredentialGuard":{"Cookie":"k","RpcEndpoint":"ep","Transport":"LRPC","CredentialSpec":"{}"}}`},
+		{ContainerCredentialGuardSystemInfo{Instances: []ContainerCredentialGuardInstance{{Id: "c1", CredentialGuard: &ContainerCredentialGuardState{Cookie: "k"}}}},
+			`{"Instances":[{"Id":"c1","CredentialGuard":{"Cookie":"k"}}]}`},
+	} {
+		b, err := json.Marshal(tc.v)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%T = %s (%v), want %s", tc.v, b, err, tc.want)
 		}
 	}
 }
