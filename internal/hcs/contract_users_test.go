@@ -58,7 +58,7 @@ func TestContractCredentialGuard(t *testing.T) {
 	keepAlive(t, s)
 	p := run(t, s, &schema2.ProcessParameters{CommandLine: workload("env", "USERDOMAIN", "USERDNSDOMAIN"), CreateStdOutPipe: true})
 	_, out, _ := p.Stdio()
-	if got, want := readAll(t, out, 30*time.Second), "USERDOMAIN=CONTOSO\nUSERDNSDOMAIN=CONTOSO.COM\n"; got != want {
+	if got, want := readAll(t, out, 30*time.Second), "USERDOMAIN=User Manager\nUSERDNSDOMAIN=CONTOSO.COM\n"; got != want {
 		t.Errorf("env = %q, want %q", got, want)
 	}
 	waitExit(t, p, 30*time.Second)

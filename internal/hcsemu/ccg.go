@@ -131,12 +131,12 @@ type domainIdentity struct {
 // in "$"). test/workload's whoami prints it.
 const NetworkIdentityVariable = "HCSEMU_NETWORK_IDENTITY"
 
-// addTo sets the domain variables a process of a domain-joined machine sees: USERDOMAIN the
-// NetBIOS name and USERDNSDOMAIN the DNS name, which Windows shows in upper case (CONTOSO.COM).
-// Assumption: every account of a gMSA container sees them (on Windows they follow the logon
-// session: the gMSA is used by SYSTEM and NETWORK SERVICE on the network).
+// addTo sets what a process of a gMSA container sees of its domain. Its own account does not
+// change: whoami in a gMSA container still shows "user manager\containeradministrator" (and
+// nltest /parentdomain the domain; microsoft/nav-docker#292), so USERNAME and USERDOMAIN stay the
+// account's. Assumption: USERDNSDOMAIN is the domain's DNS name in upper case, as Windows shows it
+// for a domain logon (CONTOSO.COM), for every account of the container.
 func (d *domainIdentity) addTo(env map[string]string) {
-	env["USERDOMAIN"] = d.netBIOS
 	env["USERDNSDOMAIN"] = strings.ToUpper(d.dns)
 	env[NetworkIdentityVariable] = d.netBIOS + `\` + d.account + "$"
 }

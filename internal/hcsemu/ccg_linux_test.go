@@ -85,7 +85,7 @@ func TestDaemonCredentialGuard(t *testing.T) {
 	st, _ := json.Marshal(in[0].CredentialGuard)
 	cs, _ := createSystem(t, api, "gmsa", `,"ContainerCredentialGuard":`+string(st), true)
 	s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + " env USERDOMAIN USERDNSDOMAIN HCSEMU_NETWORK_IDENTITY", CreateStdOutPipe: true})
-	if got, want := readAll(t, s.stdout), "USERDOMAIN=CONTOSO\nUSERDNSDOMAIN=CONTOSO.COM\nHCSEMU_NETWORK_IDENTITY=CONTOSO\\webapp01$\n"; got != want {
+	if got, want := readAll(t, s.stdout), "USERDOMAIN=User Manager\nUSERDNSDOMAIN=CONTOSO.COM\nHCSEMU_NETWORK_IDENTITY=CONTOSO\\webapp01$\n"; got != want {
 		t.Errorf("env = %q, want %q", got, want)
 	}
 	s.exitCode(t)

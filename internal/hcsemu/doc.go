@@ -205,11 +205,12 @@
 // field by field (schema2.ParseCredentialSpec). Assumptions (undocumented codes): a duplicate Id
 // is ERROR_ALREADY_EXISTS, removing an unknown one ERROR_NOT_FOUND, a bad spec or transport and a
 // container naming no instance E_INVALIDARG; the other service settings (Memory, CpuGroup, cache
-// allocation) are E_NOTIMPL. A gMSA container's processes see their domain: USERDOMAIN the spec's
-// NetBiosName, USERDNSDOMAIN its DnsName in upper case, and, the emulator's convention since
-// Windows shows it only through Kerberos, HCSEMU_NETWORK_IDENTITY the account the container
-// authenticates as on the network, "NETBIOS\<first gMSA's Name>$" (test/workload whoami prints
-// it).
+// allocation) are E_NOTIMPL. A gMSA container's processes keep their account (whoami in a gMSA
+// container shows user manager\containeradministrator: microsoft/nav-docker#292) and see their
+// domain: USERDNSDOMAIN the spec's DnsName in upper case (assumption) and, the emulator's
+// convention since Windows shows it only through Kerberos, HCSEMU_NETWORK_IDENTITY the account the
+// container authenticates as on the network, "NETBIOS\<first gMSA's Name>$" (test/workload
+// whoami prints it).
 //
 // Like vmcompute, the daemon keeps systems alive across the death of the client that made them:
 // any client can open one by id. A stopped system is forgotten when its last handle closes. If

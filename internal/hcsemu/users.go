@@ -23,8 +23,10 @@ type account struct {
 }
 
 // The container's accounts. ContainerAdministrator and ContainerUser are the two accounts of
-// Microsoft's base images (Kubernetes' runAsUserName documentation names them; whoami shows
-// them as "User Manager\…", the virtual accounts' domain). The NT AUTHORITY service accounts
+// Microsoft's base images (Kubernetes' runAsUserName documentation names them); whoami shows
+// them as "user manager\containeruser" with SID S-1-5-93-2-2 in BUILTIN\Users (S-1-5-32-545)
+// (moby/buildkit#5791), and %USERDOMAIN%\%USERNAME% is "User Manager\ContainerUser"
+// (dotnet/dotnet-docker#728). The NT AUTHORITY service accounts
 // are the well-known accounts every Windows installation has; assumption: HCS logs them on in a
 // process-isolated container of Windows Server 2019 and later (moby/moby#28585 reports
 // "NT AUTHORITY\SYSTEM" refused with 0x52e on a Windows Server 2016 image, which the emulator,

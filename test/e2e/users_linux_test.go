@@ -184,7 +184,7 @@ func TestGMSA(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := "user=CONTOSO\\ContainerAdministrator\nnetwork=CONTOSO\\webapp01$\nuid=0 gid=0\n"; r.stdout != want || r.code != 0 {
+		if want := "user=User Manager\\ContainerAdministrator\nnetwork=CONTOSO\\webapp01$\nuid=0 gid=0\n"; r.stdout != want || r.code != 0 {
 			t.Errorf("whoami = %q (exit %d, stderr %q), want %q", r.stdout, r.code, r.stderr, want)
 		}
 		r, err = execIn(ctx, t, env, tk, "env", workload("env", "USERDNSDOMAIN")...)
