@@ -151,6 +151,9 @@ type API interface {
 
 	// The service.
 	GetServiceProperties(propertyQuery string) (result string, err error)
+	// ModifyServiceSettings is HcsModifyServiceSettings: settings is a ModificationRequest
+	// (PropertyType and Settings); result, on failure, may hold a ResultError document.
+	ModifyServiceSettings(settings string) (result string, err error)
 }
 
 // OperationType is HCS_OPERATION_TYPE.

@@ -26,6 +26,7 @@ func New() (API, error) {
 		procHcsSetComputeSystemCallback, procHcsCreateProcess, procHcsOpenProcess, procHcsCloseProcess,
 		procHcsTerminateProcess, procHcsSignalProcess, procHcsGetProcessInfo, procHcsGetProcessProperties,
 		procHcsModifyProcess, procHcsWaitForProcessExit, procHcsSetProcessCallback, procHcsGetServiceProperties,
+		procHcsModifyServiceSettings,
 	} {
 		if err := p.Find(); err != nil {
 			return nil, fmt.Errorf("computecore.dll has no %s: %w", p.Name, err)
@@ -379,5 +380,15 @@ func (d *dll) GetServiceProperties(propertyQuery string) (string, error) {
 	}
 	var doc *uint16
 	hr := hcsGetServiceProperties(pq, &doc)
+	return takeString(doc), hresult(hr)
+}
+
+func (d *dll) ModifyServiceSettings(settings string) (string, error) {
+	s, err := utf16("settings", settings)
+	if err != nil {
+		return "", err
+	}
+	var doc *uint16
+	hr := hcsModifyServiceSettings(s, &doc)
 	return takeString(doc), hresult(hr)
 }

@@ -64,6 +64,11 @@ const (
 	E_ELEMENT_NOT_FOUND HRESULT = 0x80070490
 	// HRESULT_FROM_WIN32(ERROR_CANCELLED): a cancelled operation.
 	E_CANCELLED HRESULT = 0x800704C7
+	// HRESULT_FROM_WIN32(ERROR_LOGON_FAILURE), "The user name or password is incorrect.": what
+	// HcsCreateProcess answers for a User the container cannot log on (docker/for-win#636,
+	// microsoft/Windows-Containers#490: "failure in a Windows system call: The user name or
+	// password is incorrect. (0x52e)").
+	E_LOGON_FAILURE HRESULT = 0x8007052E
 )
 
 var names = map[HRESULT]string{
@@ -88,6 +93,7 @@ var names = map[HRESULT]string{
 	E_OUTOFMEMORY: "E_OUTOFMEMORY", E_FILE_NOT_FOUND: "ERROR_FILE_NOT_FOUND", E_PATH_NOT_FOUND: "ERROR_PATH_NOT_FOUND",
 	E_NOT_SUPPORTED: "ERROR_NOT_SUPPORTED", E_WAIT_TIMEOUT: "WAIT_TIMEOUT", E_HANDLE: "ERROR_INVALID_HANDLE",
 	E_BAD_EXE_FORMAT: "ERROR_BAD_EXE_FORMAT", E_ELEMENT_NOT_FOUND: "ERROR_NOT_FOUND", E_CANCELLED: "ERROR_CANCELLED",
+	E_LOGON_FAILURE: "ERROR_LOGON_FAILURE",
 }
 
 func (h HRESULT) Error() string {

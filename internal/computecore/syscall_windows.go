@@ -48,3 +48,4 @@ package computecore
 //sys	hcsSetProcessCallback(p Process, callbackOptions EventOptions, context uintptr, callback uintptr) (hr int32) = computecore.HcsSetProcessCallback
 
 //sys	hcsGetServiceProperties(propertyQuery *uint16, result **uint16) (hr int32) = computecore.HcsGetServiceProperties
+//sys	hcsModifyServiceSettings(settings *uint16, result **uint16) (hr int32) = computecore.HcsModifyServiceSettings

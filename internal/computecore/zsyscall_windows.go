@@ -61,6 +61,7 @@ var (
 	procHcsGetServiceProperties                 = modcomputecore.NewProc("HcsGetServiceProperties")
 	procHcsModifyComputeSystem                  = modcomputecore.NewProc("HcsModifyComputeSystem")
 	procHcsModifyProcess                        = modcomputecore.NewProc("HcsModifyProcess")
+	procHcsModifyServiceSettings                = modcomputecore.NewProc("HcsModifyServiceSettings")
 	procHcsOpenComputeSystem                    = modcomputecore.NewProc("HcsOpenComputeSystem")
 	procHcsOpenProcess                          = modcomputecore.NewProc("HcsOpenProcess")
 	procHcsPauseComputeSystem                   = modcomputecore.NewProc("HcsPauseComputeSystem")
@@ -198,6 +199,12 @@ func hcsModifyComputeSystem(cs System, op Operation, configuration *uint16, iden
 
 func hcsModifyProcess(p Process, op Operation, settings *uint16) (hr int32) {
 	r0, _, _ := syscall.SyscallN(procHcsModifyProcess.Addr(), uintptr(p), uintptr(op), uintptr(unsafe.Pointer(settings)))
+	hr = int32(r0)
+	return
+}
+
+func hcsModifyServiceSettings(settings *uint16, result **uint16) (hr int32) {
+	r0, _, _ := syscall.SyscallN(procHcsModifyServiceSettings.Addr(), uintptr(unsafe.Pointer(settings)), uintptr(unsafe.Pointer(result)))
 	hr = int32(r0)
 	return
 }

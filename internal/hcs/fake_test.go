@@ -278,6 +278,7 @@ func (f *fakeAPI) SetProcessCallback(p computecore.Process, _ computecore.EventO
 	return nil
 }
 
-func (f *fakeAPI) GetServiceProperties(string) (string, error) { return f.service, nil }
+func (f *fakeAPI) GetServiceProperties(string) (string, error)  { return f.service, nil }
+func (f *fakeAPI) ModifyServiceSettings(string) (string, error) { return "", computecore.E_NOTIMPL }
 
 var _ computecore.API = (*fakeAPI)(nil)

@@ -52,6 +52,8 @@
 //     with a process's stdio kept under a token for the client's AttachStdio connections
 //     instead of sent as descriptors; only loopback addresses are served.
 //   - daemon_linux.go: Run, the daemon's wiring of listeners, engine and server.
+//   - users.go, users_linux.go: the container's accounts ("Users" below); ccg.go: Container
+//     Credential Guard instances ("gMSA" below).
 //   - hns.go, hns_v1.go: HNS objects, their validation and queries (v2), and the v1 HNSCall
 //     surface translated onto them; methods_hns_linux.go: their wire methods.
 //   - hnsnet_linux.go: the HNS dataplane: the emulated host's network namespace
@@ -193,6 +195,50 @@
 //
 // Daemon flags: --os-version, --host-memory-mb (default: this machine's memory),
 // --host-processors (default: this machine's logical processors).
+//
+// Users (users.go, users_linux.go): the container's own SAM, the accounts of a Windows base image,
+// each a distinct Linux identity inside the container. ProcessParameters.User names one, alone or
+// as "Domain\Name", case-insensitively; empty is ContainerAdministrator. Anything else fails
+// HcsCreateProcess with ERROR_LOGON_FAILURE (0x8007052E, "The user name or password is
+// incorrect", as Windows answers a docker --user the container lacks: docker/for-win#636).
+//
+//	account (whoami)                      uid  gid  may write the layers' files
+//	User Manager\ContainerAdministrator      0    0  yes (the daemon's own identity)
+//	User Manager\ContainerUser            1000  545  no
+//	NT AUTHORITY\SYSTEM                     18    0  yes (CAP_DAC_OVERRIDE and friends, ambient)
+//	NT AUTHORITY\LOCAL SERVICE              19  545  no
+//	NT AUTHORITY\NETWORK SERVICE            20  545  no
+//
+// (18, 19 and 20 are the RIDs of the NT AUTHORITY SIDs, 545 that of BUILTIN\Users.) Every account
+// but uid 0 has CAP_NET_BIND_SERVICE: Windows has no privileged ports. The emulator's convention
+// for "only administrators may write here": a file or folder owned by uid 0 and not writable by
+// others, which is what every file of a layer is (the layer importer and the snapshotter write
+// them as root, folders 0755), as Windows restricts its system folders to Administrators and
+// SYSTEM. A process sees its account's environment under the Environment it was given (which
+// wins): USERNAME, USERDOMAIN, USERPROFILE, APPDATA, LOCALAPPDATA, TEMP, TMP, HOMEDRIVE and
+// HOMEPATH, as Windows sets them (Microsoft's "Recognized environment variables"). The first
+// process of an account other than ContainerAdministrator creates its profile folders
+// (USERPROFILE, its AppData\Roaming and AppData\Local\Temp) owned by it, as Windows' User
+// Profile Service does at a first logon, so an account may always write its own profile.
+// Assumption: the NT AUTHORITY accounts' USERNAME and USERDOMAIN are shown as whoami names them
+// (SYSTEM, NT AUTHORITY); Windows gives SYSTEM's processes the machine account instead.
+//
+// gMSA (ccg.go): HcsModifyServiceSettings with PropertyType "ContainerCredentialGuard" adds
+// (AddInstance: Id, CredentialSpec, Transport "LRPC" or "HvSocket") and removes (RemoveInstance:
+// Id) Container Credential Guard instances, as hcsshim's internal/credentials drives them; the
+// service property "ContainerCredentialGuard" lists them (ContainerCredentialGuardSystemInfo).
+// Instances live until removed or the daemon ends, as they live until vmcompute exits. A
+// container's Container.ContainerCredentialGuard must be the state of an instance (its
+// RpcEndpoint and Cookie), else the create fails with E_INVALIDARG. The credential spec is checked
+// field by field (schema2.ParseCredentialSpec). Assumptions (undocumented codes): a duplicate Id
+// is ERROR_ALREADY_EXISTS, removing an unknown one ERROR_NOT_FOUND, a bad spec or transport and a
+// container naming no instance E_INVALIDARG; the other service settings (Memory, CpuGroup, cache
+// allocation) are E_NOTIMPL. A gMSA container's processes keep their account (whoami in a gMSA
+// container shows user manager\containeradministrator: microsoft/nav-docker#292) and see their
+// domain: USERDNSDOMAIN the spec's DnsName in upper case (assumption) and, the emulator's
+// convention since Windows shows it only through Kerberos, HCSEMU_NETWORK_IDENTITY the account the
+// container authenticates as on the network, "NETBIOS\<first gMSA's Name>$" (test/workload
+// whoami prints it).
 //
 // Like vmcompute, the daemon keeps systems alive across the death of the client that made them:
 // any client can open one by id. A stopped system is forgotten when its last handle closes. If

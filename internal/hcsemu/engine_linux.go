@@ -69,7 +69,8 @@ type Engine struct {
 	storage  *storageFilter
 	faults   faults // injected by the fault methods, for tests
 	vmFaults vmFaults
-	vmHost   *vmHost // the budget and folder of utility VMs (vm_linux.go)
+	vmHost   *vmHost  // the budget and folder of utility VMs (vm_linux.go)
+	ccg      ccgTable // Container Credential Guard instances (ccg.go)
 
 	mu      sync.Mutex
 	systems map[string]*system
@@ -192,6 +193,9 @@ type system struct {
 	// container runs in (hosted_linux.go). Both nil for a process-isolated container.
 	vm     *vmState
 	hosted *hostedLink
+	// identity is the gMSA domain of a container naming a Container Credential Guard
+	// instance (ccg.go); nil: none.
+	identity *domainIdentity
 }
 
 func (s *system) ref() wire.SystemRef { return wire.SystemRef{ID: s.id, Instance: s.instance} }
@@ -302,6 +306,13 @@ func (s *system) setupContainerLocked(ctx context.Context) error {
 	cg := s.cg
 	if c == nil {
 		return nil
+	}
+	if c.ContainerCredentialGuard != nil {
+		id, err := s.e.ccg.resolve(c.ContainerCredentialGuard)
+		if err != nil {
+			return err
+		}
+		s.identity = id
 	}
 	if c.Processor != nil {
 		if err := cg.setProcessor(c.Processor.Count, c.Processor.Maximum, c.Processor.Weight, s.cpusLocked()); err != nil {
@@ -950,6 +961,14 @@ func (e *Engine) ServiceProperties(ctx context.Context, query string) (string, e
 	}
 	var sp schema2.ServiceProperties
 	for i, t := range q.PropertyTypes {
+		if t == schema2.ServicePropertyTypeContainerCredentialGuard {
+			b, err := json.Marshal(e.ccg.info())
+			if err != nil {
+				return "", err
+			}
+			sp.Properties = append(sp.Properties, b)
+			continue
+		}
 		if t == schema2.ServicePropertyTypeProcessorTopology {
 			b, err := json.Marshal(e.processorTopology())
 			if err != nil {
@@ -975,6 +994,31 @@ func (e *Engine) ServiceProperties(ctx context.Context, query string) (string, e
 	}
 	b, err := json.Marshal(sp)
 	return string(b), err
+}
+
+// ModifyServiceSettings answers HcsModifyServiceSettings. Only PropertyType
+// "ContainerCredentialGuard" is emulated; the host settings Microsoft's reference lists besides
+// it (Memory, CpuGroup, cache allocation) are E_NOTIMPL here.
+func (e *Engine) ModifyServiceSettings(ctx context.Context, doc string) error {
+	var req struct {
+		PropertyType schema2.PropertyType `json:"PropertyType"`
+		Settings     json.RawMessage      `json:"Settings"`
+	}
+	if err := decodeDocument(doc, &req, "ModificationRequest"); err != nil {
+		return err
+	}
+	switch req.PropertyType {
+	case schema2.ServicePropertyTypeContainerCredentialGuard:
+		if err := e.ccg.modify(req.Settings); err != nil {
+			return err
+		}
+		log.G(ctx).WithField("settings", string(req.Settings)).Info("hcsemu: Container Credential Guard modified")
+		return nil
+	case "Memory", "CpuGroup", "CacheAllocation", "CacheMonitoring", "MemoryBwAllocation":
+		return errorf(computecore.E_NOTIMPL, "PropertyType=%q: not emulated", req.PropertyType)
+	default:
+		return errorf(computecore.E_INVALIDARG, "PropertyType=%q: not a service setting", req.PropertyType)
+	}
 }
 
 // Close terminates every system (killing its processes), waits for their cgroups to be removed

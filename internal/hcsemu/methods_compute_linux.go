@@ -64,6 +64,9 @@ var computeMethods = map[string]method{
 		doc, err := e.ServiceProperties(ctx, a.Query)
 		return answer{result: doc}, err
 	}),
+	wire.MethodModifyServiceSettings: withArgs(func(ctx context.Context, e *Engine, _ Subscriber, a wire.ModifyServiceArgs) (answer, error) {
+		return answer{}, e.ModifyServiceSettings(ctx, a.Settings)
+	}),
 }
 
 // systemMethod serves a method on one system that takes a document and returns no result.

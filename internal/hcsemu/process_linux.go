@@ -177,15 +177,29 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 	if err != nil {
 		return nil, nil, err
 	}
-	env := make([]string, 0, len(params.Environment))
+	acct, err := lookupAccount(params.User)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.vol.createProfile(acct); err != nil {
+		return nil, nil, errorf(computecore.E_FAIL, "create the profile of %s\\%s in compute system %q: %v", acct.Domain, acct.Name, s.id, err)
+	}
+	// The account's environment first, the caller's over it: Windows merges the Environment
+	// given to CreateProcess over the user's block the same way (hcsshim passes only the spec's
+	// variables, and a workload still sees USERNAME; Kubernetes' runAsUserName documentation
+	// shows it).
+	envMap := acct.environment()
+	if s.identity != nil {
+		s.identity.addTo(envMap)
+	}
 	for k, v := range params.Environment {
+		envMap[k] = v
+	}
+	env := make([]string, 0, len(envMap))
+	for k, v := range envMap {
 		env = append(env, k+"="+v)
 	}
 	slices.Sort(env)
-
-	// Every user maps to root: the emulator has no Windows accounts, and ContainerAdministrator
-	// (the default) and ContainerUser are both just the container's identities to HCS.
-	_ = params.User
 
 	var (
 		childFiles [3]*os.File // what the child gets as fds 0, 1, 2
@@ -217,6 +231,7 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 		Chroot:    s.volPath,
 		Pdeathsig: syscall.SIGKILL, // see spawner: the daemon's death ends its processes
 	}
+	acct.setCredential(sys)
 	if s.vmNamespacesLocked() != nil {
 		// In a VM's PID namespace the parent is outside it and getppid() is 0, which Go's
 		// fork takes for a dead parent and answers with Pdeathsig at once. The VM init has

@@ -159,9 +159,10 @@ func mounts(c *schema2.Container, ms []specs.Mount) error {
 	return nil
 }
 
-// CredentialSpec returns the spec's gMSA credential spec as JSON ("" if none), checking that
-// it is a JSON object. It is validated here; setting up the credential guard instance for it
-// is a service-level HCS operation that the shim does not perform yet.
+// CredentialSpec returns the spec's gMSA credential spec as JSON ("" if none), checked field by
+// field (schema2.ParseCredentialSpec). containerd's CRI puts it there as a JSON string
+// (WithWindowsCredentialSpec); an object is accepted too. The shim gives it to HCS as a Container
+// Credential Guard instance (internal/shim), which the container document then names.
 func CredentialSpec(s *specs.Spec) (string, error) {
 	if s.Windows == nil || s.Windows.CredentialSpec == nil {
 		return "", nil
@@ -177,9 +178,8 @@ func CredentialSpec(s *specs.Spec) (string, error) {
 		}
 		raw = b
 	}
-	var obj map[string]any
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return "", fmt.Errorf("windows.credentialSpec: not a JSON object: %w", errdefs.ErrInvalidArgument)
+	if _, err := schema2.ParseCredentialSpec("windows.credentialSpec", string(raw)); err != nil {
+		return "", fmt.Errorf("%w: %w", err, errdefs.ErrInvalidArgument)
 	}
 	return string(raw), nil
 }

@@ -92,7 +92,7 @@ func TestContainerDocument(t *testing.T) {
 			s.Linux = &specs.Linux{Devices: []specs.LinuxDevice{{Path: "/dev/null", Type: "c", Major: 1, Minor: 3}}}
 		}},
 		{"credential-spec", func(s *specs.Spec) {
-			s.Windows.CredentialSpec = map[string]any{"CmsPlugins": []string{"ActiveDirectory"}}
+			s.Windows.CredentialSpec = testCredentialSpec
 		}},
 	}
 	for _, tc := range tests {
@@ -171,6 +171,9 @@ func TestContainerDocumentErrors(t *testing.T) {
 			s.Mounts = []specs.Mount{{Destination: `C:\x`}}
 		}, "mounts[0].source"},
 		{"credential spec", func(s *specs.Spec) { s.Windows.CredentialSpec = "not json" }, "windows.credentialSpec"},
+		{"credential spec field", func(s *specs.Spec) {
+			s.Windows.CredentialSpec = strings.Replace(testCredentialSpec, `"NetBiosName": "CONTOSO"`, `"NetBiosName": ""`, 1)
+		}, `windows.credentialSpec.DomainJoinConfig.NetBiosName=""`},
 		{"device id type", func(s *specs.Spec) {
 			s.Windows.Devices = []specs.WindowsDevice{{ID: "x", IDType: "bogus"}}
 		}, `windows.devices[0].idType="bogus"`},
@@ -367,3 +370,22 @@ func TestApplyOptionsAnnotations(t *testing.T) {
 		t.Errorf("no options added annotations %v", s.Annotations)
 	}
 }
+
+// testCredentialSpec is a credential spec as Microsoft's New-CredentialSpec writes it.
+const testCredentialSpec = `{
+  "CmsPlugins": ["ActiveDirectory"],
+  "DomainJoinConfig": {
+    "Sid": "S-1-5-21-702590844-1001920913-2680819671",
+    "MachineAccountName": "webapp01",
+    "Guid": "56d9b66c-d746-4f87-bd26-26760cfdca2e",
+    "DnsTreeName": "contoso.com",
+    "DnsName": "contoso.com",
+    "NetBiosName": "CONTOSO"
+  },
+  "ActiveDirectoryConfig": {
+    "GroupManagedServiceAccounts": [
+      {"Name": "webapp01", "Scope": "contoso.com"},
+      {"Name": "webapp01", "Scope": "CONTOSO"}
+    ]
+  }
+}`

@@ -53,7 +53,11 @@ func ProcessParameters(p *specs.Process, io Stdio) (*schema2.ProcessParameters, 
 		env[k] = v
 	}
 	pp := &schema2.ProcessParameters{
-		CommandLine:      cmdline,
+		CommandLine: cmdline,
+		// The account the process runs as (ContainerUser, ContainerAdministrator, …; empty: the
+		// container's default), for the init process and execs alike, as hcsshim sends it
+		// (internal/cmd/cmd.go: ProcessParameters.User = Spec.User.Username). containerd sets it
+		// from CRI's runAsUserName or the image config's User (pkg/oci WithUser/WithImageConfig).
 		User:             p.User.Username,
 		WorkingDirectory: p.Cwd,
 		Environment:      env,

@@ -49,7 +49,17 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 	if chain == nil {
 		return nil, fmt.Errorf("task %s: no rootfs: neither a %q rootfs mount nor windows.layerFolders: %w", req.ID, layers.MountType, errdefs.ErrInvalidArgument)
 	}
+	credSpec, err := oci.CredentialSpec(spec)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", req.ID, err)
+	}
 	if iso == oci.IsolationHyperV {
+		if credSpec != "" {
+			// hcsshim gives a Hyper-V isolated container an HvSocket instance, whose service
+			// table entry the utility VM must carry (internal/credentials CreateCredentialGuard,
+			// step 4); the utility VM side is not written.
+			return nil, fmt.Errorf("task %s: windows.credentialSpec in a Hyper-V isolated container: gMSA through a utility VM is not implemented: %w", req.ID, errdefs.ErrNotImplemented)
+		}
 		return s.createHyperV(ctx, req, spec, opts, chain)
 	}
 	if err := s.refuseMixedPod(req.ID, spec); err != nil {
@@ -73,6 +83,7 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 		Process:  spec.Process,
 		IO:       stdio.Config{Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, Terminal: req.Terminal},
 		// Endpoints listed without a namespace go into one the task makes, as hcsshim does.
-		Endpoints: task.OwnEndpoints(spec),
+		Endpoints:      task.OwnEndpoints(spec),
+		CredentialSpec: credSpec,
 	})
 }

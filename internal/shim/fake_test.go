@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/containerd/containerd/v2/core/events"
@@ -27,6 +29,7 @@ type fakeHost struct {
 	// staleCreated makes the handle CreateComputeSystem returns fail to terminate (as a handle
 	// whose HCS operation timed out does); a handle from OpenComputeSystem still works.
 	staleCreated bool
+	ccg          map[string]*schema2.ContainerCredentialGuardState
 }
 
 func newFakeHost() *fakeHost { return &fakeHost{systems: map[string]*fakeSystem{}} }
@@ -337,3 +340,34 @@ func (f *fakePublisher) all() []publishedEvent {
 
 // HostProcessorCount makes the fake host a processorCounter (hyperv.go): four processors.
 func (h *fakeHost) HostProcessorCount(context.Context) (uint32, error) { return 4, nil }
+
+// Container Credential Guard instances of the fake host (task.CredentialGuards), by id.
+func (h *fakeHost) AddCredentialGuard(ctx context.Context, id, credSpec, transport string) (*schema2.ContainerCredentialGuardState, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ccg == nil {
+		h.ccg = map[string]*schema2.ContainerCredentialGuardState{}
+	}
+	if _, ok := h.ccg[id]; ok {
+		return nil, errdefs.ErrAlreadyExists
+	}
+	st := &schema2.ContainerCredentialGuardState{Cookie: "cookie-" + id, RpcEndpoint: "ep-" + id, Transport: transport, CredentialSpec: credSpec}
+	h.ccg[id] = st
+	return st, nil
+}
+
+func (h *fakeHost) RemoveCredentialGuard(ctx context.Context, id string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.ccg[id]; !ok {
+		return errGone
+	}
+	delete(h.ccg, id)
+	return nil
+}
+
+func (h *fakeHost) credentialGuards() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Sorted(maps.Keys(h.ccg))
+}

@@ -29,6 +29,15 @@ func (h hcsHost) OpenComputeSystem(ctx context.Context, id string) (task.System,
 	return hcsSystem{s}, nil
 }
 
+// AddCredentialGuard and RemoveCredentialGuard make the host a task.CredentialGuards.
+func (h hcsHost) AddCredentialGuard(ctx context.Context, id, credSpec, transport string) (*schema2.ContainerCredentialGuardState, error) {
+	return h.c.AddCredentialGuard(ctx, id, credSpec, transport)
+}
+
+func (h hcsHost) RemoveCredentialGuard(ctx context.Context, id string) error {
+	return h.c.RemoveCredentialGuard(ctx, id)
+}
+
 // hcsSystem adapts *hcs.System, whose CreateProcess returns the concrete *hcs.Process.
 type hcsSystem struct{ *hcs.System }
 

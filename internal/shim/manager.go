@@ -68,7 +68,9 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 	if err != nil {
 		return cshim.StopStatus{}, err
 	}
-	deps := task.Deps{Host: newHCSHost(hcs.NewHostClient()), Mounter: layers.NewMounter(), HNS: task.DefaultHNS, HCSTimeout: timeout}
+	host := newHCSHost(hcs.NewHostClient())
+	ccg, _ := host.(task.CredentialGuards) // the instance of a crashed shim's task goes too
+	deps := task.Deps{Host: host, Mounter: layers.NewMounter(), HNS: task.DefaultHNS, HCSTimeout: timeout, CCG: ccg}
 	pid, err := task.Cleanup(ctx, deps, id, bundle)
 	if err != nil {
 		return cshim.StopStatus{}, err

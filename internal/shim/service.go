@@ -54,6 +54,9 @@ func newService(ctx context.Context, host task.Host, lm task.Mounter, publisher 
 		tasks:    map[string]*task.Task{},
 		creating: map[string]struct{}{},
 	}
+	if g, ok := host.(task.CredentialGuards); ok {
+		s.deps.CCG = g
+	}
 	if sd != nil {
 		sd.RegisterCallback(func(context.Context) error {
 			s.events.close()

@@ -80,8 +80,15 @@ func execIn(ctx context.Context, t *testing.T, env *harness.Env, tk *harness.Tas
 	}
 	pspec := *spec.Process
 	pspec.Args, pspec.CommandLine, pspec.Terminal = args, "", false
+	return execSpec(ctx, t, env, tk, id, &pspec)
+}
+
+// execSpec runs pspec as exec id in a running task with the Go client, waits for it and deletes
+// it.
+func execSpec(ctx context.Context, t *testing.T, env *harness.Env, tk *harness.Task, id string, pspec *specs.Process) (execResult, error) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	p, err := tk.Task.Exec(ctx, id, &pspec, cio.NewCreator(cio.WithStreams(nil, &stdout, &stderr), cio.WithFIFODir(filepath.Join(env.Root, "fifo"))))
+	p, err := tk.Task.Exec(ctx, id, pspec, cio.NewCreator(cio.WithStreams(nil, &stdout, &stderr), cio.WithFIFODir(filepath.Join(env.Root, "fifo"))))
 	if err != nil {
 		return execResult{}, fmt.Errorf("exec %s: %w", id, err)
 	}

@@ -22,6 +22,8 @@
 //	                      events) until killed
 //	alloc MB [SECONDS]    allocate and touch MB MiB, print "allocated MB MiB", hold it SECONDS
 //	spin SECONDS          keep one CPU busy for SECONDS
+//	whoami                print "user=USERDOMAIN\USERNAME", "network=ACCOUNT" in a gMSA container of
+//	                      hcsemu, and, except on Windows, "uid=N gid=M"
 //	ps                    print the processes it can see, "PID NAME" a line, sorted by PID (Linux:
 //	                      from /proc, C:\proc in a utility VM of hcsemu; elsewhere an error)
 //	listen ADDRESS        TCP echo server: listen on ADDRESS (host:port), print "listening ADDRESS"

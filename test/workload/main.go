@@ -142,6 +142,11 @@ func dispatch(cmd string, args []string, stdin io.Reader, stdout, stderr io.Writ
 			return usageError{fmt.Sprintf("takes no arguments, got %q", args)}
 		}
 		return ps(stdout)
+	case "whoami":
+		if len(args) != 0 {
+			return usageError{fmt.Sprintf("takes no arguments, got %q", args)}
+		}
+		return whoami(stdout)
 	case "spin":
 		d, err := secondsArg(args, 0)
 		if err != nil {
@@ -174,6 +179,28 @@ func secondsArg(args []string, i int) (time.Duration, error) {
 		return 0, usageError{fmt.Sprintf("seconds %q is not a non-negative number", args[i])}
 	}
 	return time.Duration(f * float64(time.Second)), nil
+}
+
+// whoami prints who the process runs as: "user=DOMAIN\NAME" as Windows' whoami shows it (from
+// USERDOMAIN and USERNAME, which Windows sets from the process's token) and, where the process
+// has a numeric identity (the Linux build under hcsemu), "uid=N gid=M", so a test can tell that
+// the account really changed who the process is.
+func whoami(w io.Writer) error {
+	if _, err := fmt.Fprintf(w, "user=%s\\%s\n", os.Getenv("USERDOMAIN"), os.Getenv("USERNAME")); err != nil {
+		return err
+	}
+	// The account a gMSA container authenticates as on the network, where hcsemu shows it
+	// (internal/hcsemu NetworkIdentityVariable).
+	if n := os.Getenv("HCSEMU_NETWORK_IDENTITY"); n != "" {
+		if _, err := fmt.Fprintf(w, "network=%s\n", n); err != nil {
+			return err
+		}
+	}
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "uid=%d gid=%d\n", os.Getuid(), os.Getgid())
+	return err
 }
 
 func printEnv(w io.Writer, names []string) error {

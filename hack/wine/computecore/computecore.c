@@ -1607,3 +1607,29 @@ EXPORT HRESULT WINAPI HcsGetServiceProperties(PCWSTR query, PWSTR *result)
 	free_request(r);
 	return hr;
 }
+
+/* HcsModifyServiceSettings(settings, result): settings is a ModificationRequest (Container
+ * Credential Guard instances are what hcsemu emulates); result, on failure, receives the
+ * ResultError document, as Microsoft's reference describes. */
+EXPORT HRESULT WINAPI HcsModifyServiceSettings(PCWSTR settings, PWSTR *result)
+{
+	struct buf a = {0};
+	struct request *r = NULL;
+	HRESULT hr;
+
+	if (result != NULL)
+		*result = NULL;
+	if (settings == NULL)
+		return HR_INVALIDARG;
+	setup();
+	if (!(buf_adds(&a, "{") && add_doc(&a, "settings", settings) && buf_adds(&a, "}"))) {
+		buf_free(&a);
+		return HR_OUTOFMEMORY;
+	}
+	hr = call("ModifyServiceSettings", a.data, NULL, OP_NONE, R_PLAIN, NULL, NULL, &r);
+	buf_free(&a);
+	if (r != NULL && result != NULL)
+		*result = take_doc(r->result);
+	free_request(r);
+	return hr;
+}

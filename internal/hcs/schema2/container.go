@@ -13,6 +13,8 @@ type Container struct {
 	HvSocket          *HvSocket         `json:"HvSocket,omitempty"`
 	RegistryChanges   *RegistryChanges  `json:"RegistryChanges,omitempty"`
 	AssignedDevices   []Device          `json:"AssignedDevices,omitempty"`
+	// ContainerCredentialGuard is the state of the CCG instance the container uses (credguard.go).
+	ContainerCredentialGuard *ContainerCredentialGuardState `json:"ContainerCredentialGuard,omitempty"`
 }
 
 // GuestOs is Container.GuestOs.

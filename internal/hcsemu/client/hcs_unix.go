@@ -949,3 +949,12 @@ func (c *HCS) GetServiceProperties(propertyQuery string) (string, error) {
 	}
 	return f.Result, err
 }
+
+// ModifyServiceSettings implements API.
+func (c *HCS) ModifyServiceSettings(settings string) (string, error) {
+	f, err := c.roundTrip(wire.MethodModifyServiceSettings, wire.ModifyServiceArgs{Settings: settings}, nil)
+	if f == nil {
+		return "", err
+	}
+	return f.Result, err
+}

@@ -39,6 +39,7 @@ const (
 	MethodGetProcessProperties       = "GetProcessProperties"
 	MethodModifyProcess              = "ModifyProcess"
 	MethodGetServiceProperties       = "GetServiceProperties"
+	MethodModifyServiceSettings      = "ModifyServiceSettings"
 	MethodCancel                     = "Cancel"
 )
 
@@ -99,6 +100,11 @@ type SystemReply struct {
 type SystemArgs struct {
 	System   SystemRef `json:"system"`
 	Document string    `json:"document,omitempty"`
+}
+
+// ModifyServiceArgs are the args of MethodModifyServiceSettings.
+type ModifyServiceArgs struct {
+	Settings string `json:"settings"`
 }
 
 // QueryArgs are the args of MethodEnumerateComputeSystems and MethodGetServiceProperties.

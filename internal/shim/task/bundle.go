@@ -39,6 +39,9 @@ type bundleState struct {
 	// Endpoints those endpoints (network.go); empty when CRI made the namespace.
 	Namespace string   `json:"namespace,omitempty"`
 	Endpoints []string `json:"endpoints,omitempty"`
+	// CCG is the Container Credential Guard instance made for the task's credential spec
+	// (ccg.go), recorded before it is made.
+	CCG string `json:"ccg,omitempty"`
 }
 
 // recordInitPid adds the started init process's pid to the bundle's state.
@@ -122,6 +125,8 @@ type resources struct {
 	// vmRelease gives back what a container hosted in a utility VM borrowed from it (its
 	// storage, shares, pipes), in order of acquisition; release runs them in reverse.
 	vmRelease []func(context.Context) error
+	// ccg is the Container Credential Guard instance of the task (ccg.go).
+	ccg string
 }
 
 // release is the one path that ends what a task holds, in reverse order of acquisition: the
@@ -148,6 +153,11 @@ func release(ctx context.Context, deps Deps, r resources) error {
 	}
 	if r.namespace != "" {
 		if err := deleteNamespace(ctx, deps.HNS, r.namespace, r.endpoints); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if r.ccg != "" {
+		if err := removeCCG(ctx, deps, r.ccg); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -206,6 +216,7 @@ func Cleanup(ctx context.Context, deps Deps, id, bundle string) (initPid uint32,
 		}
 		r.chain = st.Layers
 		r.namespace, r.endpoints = st.Namespace, st.Endpoints
+		r.ccg = st.CCG
 		if st.VMID != "" {
 			vmID := st.VMID
 			r.vmRelease = []func(context.Context) error{func(ctx context.Context) error {

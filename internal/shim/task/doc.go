@@ -22,10 +22,13 @@
 //     killed, the compute system terminated).
 //   - bundle.go: what a task records in its bundle for the delete action, and release, the one
 //     path that ends what a task holds (terminate the compute system, a gone one being fine;
-//     unmount the layers; remove the HNS namespace the task made; remove the state), used by
+//     unmount the layers; remove the HNS namespace and the Container Credential Guard instance
+//     the task made; remove the state), used by
 //     Delete, by a failed Create and by the delete action (Cleanup).
 //   - network.go: the HNS namespace a task makes for endpoints its spec lists without a
 //     namespace (as hcsshim does), recorded in the bundle state as soon as it exists.
+//   - ccg.go: the Container Credential Guard instance of a task with a gMSA credential spec
+//     (process isolation), recorded in the bundle state before it is made.
 //   - uvm.go: Hyper-V isolated pods (hcsshim's model): the sandbox task, which is the pod's
 //     utility VM (internal/uvm) and no container (its init "process" is the VM's life; kill
 //     stops the VM); containers hosted in that VM, whose layers, scratch, mounts and pipes

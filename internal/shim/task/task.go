@@ -39,6 +39,7 @@ type Task struct {
 	// netns and endpoints are the HNS namespace made for Config.Endpoints ("" if none).
 	netns     string
 	endpoints []string
+	ccg       string // the Container Credential Guard instance (ccg.go), "" if none
 	sys       System
 	init      *Process
 	// vm is the pod's utility VM: owned by a sandbox task (sandbox), borrowed by a hosted
@@ -65,6 +66,9 @@ type Config struct {
 	Endpoints []string
 	// Hosted, when set, puts the container in its pod's utility VM (uvm.go).
 	Hosted *HostedConfig
+	// CredentialSpec, when set, is the gMSA credential spec (checked JSON) the container gets
+	// through a Container Credential Guard instance (ccg.go).
+	CredentialSpec string
 }
 
 // Create mounts the layers and creates and starts the compute system of c (a Windows silo
@@ -99,7 +103,15 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 	acquired.bundle = c.Bundle
 
 	if c.Hosted != nil {
+		if c.CredentialSpec != "" {
+			return nil, fmt.Errorf("task %s: windows.credentialSpec in a Hyper-V isolated container: gMSA through a utility VM (an HvSocket Container Credential Guard instance) is not implemented: %w", c.ID, errdefs.ErrNotImplemented)
+		}
 		return createHostedTask(ctx, deps, c, &acquired)
+	}
+	if c.CredentialSpec != "" {
+		if err := addCCG(ctx, deps, c, state, &acquired); err != nil {
+			return nil, err
+		}
 	}
 
 	if len(c.Endpoints) > 0 {
@@ -138,7 +150,7 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 	if err := sys.Start(cctx); err != nil {
 		return nil, fmt.Errorf("start compute system %q: %w", c.ID, err)
 	}
-	t := &Task{deps: deps, id: c.ID, bundle: c.Bundle, chain: c.Chain, netns: acquired.namespace, endpoints: acquired.endpoints, sys: sys, execs: map[string]*Process{}}
+	t := &Task{deps: deps, id: c.ID, bundle: c.Bundle, chain: c.Chain, netns: acquired.namespace, endpoints: acquired.endpoints, ccg: acquired.ccg, sys: sys, execs: map[string]*Process{}}
 	t.init = newProcess(t, "", c.Process, c.IO)
 	logger.WithField("volume", volume).Info("compute system created")
 	return t, nil
@@ -373,7 +385,7 @@ func (t *Task) afterInitExit(ctx context.Context) {
 func (t *Task) cleanup(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, t.deps.callTimeout())
 	defer cancel()
-	return release(cctx, t.deps, resources{sys: t.sys, systemID: t.sys.ID(), chain: t.chain, bundle: t.bundle, namespace: t.netns, endpoints: t.endpoints, vmRelease: t.vmRelease})
+	return release(cctx, t.deps, resources{sys: t.sys, systemID: t.sys.ID(), chain: t.chain, bundle: t.bundle, namespace: t.netns, endpoints: t.endpoints, ccg: t.ccg, vmRelease: t.vmRelease})
 }
 
 // Pids lists the processes of the task's compute system, with their details and exec ids. It

@@ -96,6 +96,9 @@ type Deps struct {
 	// HCSCallTimeout (QuickTimeout stays): the shim sets it from HCSSHIM_TIMEOUT_SECONDS
 	// (TimeoutFromEnv).
 	HCSTimeout time.Duration
+	// CCG makes and removes Container Credential Guard instances (gMSA); nil: a task with a
+	// credential spec is refused.
+	CCG CredentialGuards
 }
 
 // createTimeout bounds creating and starting a compute system or a process.
@@ -123,6 +126,12 @@ func TimeoutFromEnv() (time.Duration, error) {
 		return 0, fmt.Errorf("%s=%q: want a positive whole number of seconds: %w", TimeoutEnv, v, errdefs.ErrInvalidArgument)
 	}
 	return time.Duration(n) * time.Second, nil
+}
+
+// CredentialGuards is what a task needs of HCS's Container Credential Guard (*hcs.Client).
+type CredentialGuards interface {
+	AddCredentialGuard(ctx context.Context, id, credSpec, transport string) (*schema2.ContainerCredentialGuardState, error)
+	RemoveCredentialGuard(ctx context.Context, id string) error
 }
 
 // Bounds of HCS calls. Creating and starting a silo takes seconds on real Windows (hcsshim

@@ -1,0 +1,148 @@
+package hcsemu
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcs/schema2"
+)
+
+// Container Credential Guard instances (doc.go, "gMSA"): what HcsModifyServiceSettings adds and
+// removes, the service property "ContainerCredentialGuard" lists, and a container document names
+// in Container.ContainerCredentialGuard.
+
+type ccgInstance struct {
+	state schema2.ContainerCredentialGuardState
+	spec  *schema2.CredentialSpec
+}
+
+// ccgTable is the service's instances, by id. They live as long as the daemon, as instances
+// live as long as vmcompute (hcsshim's CCGResource.Release comment): only RemoveInstance ends one.
+type ccgTable struct {
+	mu   sync.Mutex
+	byID map[string]*ccgInstance
+}
+
+// modify applies a ContainerCredentialGuardOperationRequest.
+func (t *ccgTable) modify(settings json.RawMessage) error {
+	var req schema2.ContainerCredentialGuardOperationRequest
+	if err := decodeDocument(string(settings), &req, "Settings"); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch req.Operation {
+	case schema2.CCGAddInstance:
+		var add schema2.ContainerCredentialGuardAddInstanceRequest
+		if err := decodeDocument(string(req.OperationDetails), &add, "Settings.OperationDetails"); err != nil {
+			return err
+		}
+		if add.Id == "" {
+			return errorf(computecore.E_INVALIDARG, "Settings.OperationDetails.Id: empty")
+		}
+		if add.Transport != schema2.CCGTransportLRPC && add.Transport != schema2.CCGTransportHvSocket {
+			return errorf(computecore.E_INVALIDARG, "Settings.OperationDetails.Transport=%q: want %q or %q", add.Transport, schema2.CCGTransportLRPC, schema2.CCGTransportHvSocket)
+		}
+		// Assumption: CCG refuses a credential spec it cannot use with E_INVALIDARG; the emulator
+		// checks it as the shim does.
+		spec, err := schema2.ParseCredentialSpec("Settings.OperationDetails.CredentialSpec", add.CredentialSpec)
+		if err != nil {
+			return errorf(computecore.E_INVALIDARG, "%v", err)
+		}
+		// Assumption: ERROR_ALREADY_EXISTS (errAlreadyExists) for an id CCG has (undocumented;
+		// hcsshim never adds one twice).
+		if _, ok := t.byID[add.Id]; ok {
+			return errorf(errAlreadyExists, "Settings.OperationDetails.Id=%q: a Container Credential Guard instance with that id exists", add.Id)
+		}
+		if t.byID == nil {
+			t.byID = map[string]*ccgInstance{}
+		}
+		// The cookie authenticates the container's calls and the endpoint is the instance's RPC
+		// endpoint; real values are opaque, the emulator's are random.
+		t.byID[add.Id] = &ccgInstance{spec: spec, state: schema2.ContainerCredentialGuardState{
+			Cookie: randomHex(16), RpcEndpoint: "ccg-" + randomHex(8), Transport: add.Transport, CredentialSpec: add.CredentialSpec,
+		}}
+		return nil
+	case schema2.CCGRemoveInstance:
+		var rm schema2.ContainerCredentialGuardRemoveInstanceRequest
+		if err := decodeDocument(string(req.OperationDetails), &rm, "Settings.OperationDetails"); err != nil {
+			return err
+		}
+		if _, ok := t.byID[rm.Id]; !ok {
+			// Assumption: ERROR_NOT_FOUND, as HCS answers other lookups of unknown ids.
+			return errorf(computecore.E_ELEMENT_NOT_FOUND, "Settings.OperationDetails.Id=%q: no Container Credential Guard instance with that id", rm.Id)
+		}
+		delete(t.byID, rm.Id)
+		return nil
+	default:
+		return errorf(computecore.E_INVALIDARG, "Settings.Operation=%q: want %q or %q", req.Operation, schema2.CCGAddInstance, schema2.CCGRemoveInstance)
+	}
+}
+
+// info is the service property: every instance, by id.
+func (t *ccgTable) info() schema2.ContainerCredentialGuardSystemInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ids := make([]string, 0, len(t.byID))
+	for id := range t.byID {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var info schema2.ContainerCredentialGuardSystemInfo
+	for _, id := range ids {
+		st := t.byID[id].state
+		info.Instances = append(info.Instances, schema2.ContainerCredentialGuardInstance{Id: id, CredentialGuard: &st})
+	}
+	return info
+}
+
+// resolve finds the instance a container document's ContainerCredentialGuard names (by its RPC
+// endpoint and cookie, what the container's calls use) and returns the domain identity the
+// container gets. Assumption: HCS refuses a container naming no instance with E_INVALIDARG.
+func (t *ccgTable) resolve(st *schema2.ContainerCredentialGuardState) (*domainIdentity, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, in := range t.byID {
+		if in.state.RpcEndpoint == st.RpcEndpoint && in.state.Cookie == st.Cookie {
+			d := in.spec.DomainJoinConfig
+			return &domainIdentity{
+				netBIOS: d.NetBiosName,
+				dns:     d.DnsName,
+				account: in.spec.ActiveDirectoryConfig.GroupManagedServiceAccounts[0].Name,
+			}, nil
+		}
+	}
+	return nil, errorf(computecore.E_INVALIDARG, "Container.ContainerCredentialGuard: RpcEndpoint=%q: no Container Credential Guard instance has that endpoint and cookie", st.RpcEndpoint)
+}
+
+// domainIdentity is what a gMSA container's processes see of their domain.
+type domainIdentity struct {
+	netBIOS, dns, account string
+}
+
+// NetworkIdentityVariable is the emulator's way of showing a process the account its container
+// authenticates as on the network (Windows shows it through Kerberos, e.g. klist, which the
+// emulator does not have): "NETBIOS\account$", the gMSA's machine account (its sAMAccountName ends
+// in "$"). test/workload's whoami prints it.
+const NetworkIdentityVariable = "HCSEMU_NETWORK_IDENTITY"
+
+// addTo sets what a process of a gMSA container sees of its domain. Its own account does not
+// change: whoami in a gMSA container still shows "user manager\containeradministrator" (and
+// nltest /parentdomain the domain; microsoft/nav-docker#292), so USERNAME and USERDOMAIN stay the
+// account's. Assumption: USERDNSDOMAIN is the domain's DNS name in upper case, as Windows shows it
+// for a domain logon (CONTOSO.COM), for every account of the container.
+func (d *domainIdentity) addTo(env map[string]string) {
+	env["USERDNSDOMAIN"] = strings.ToUpper(d.dns)
+	env[NetworkIdentityVariable] = d.netBIOS + `\` + d.account + "$"
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

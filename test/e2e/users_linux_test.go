@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/openhcs/runhcs/internal/hcs"
+	emuclient "github.com/openhcs/runhcs/internal/hcsemu/client"
+	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/image"
+)
+
+// withUser sets the spec's process user as containerd's CRI does for runAsUserName
+// (pkg/oci WithUser on a Windows spec: Process.User.Username).
+func withUser(name string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		s.Process.User = specs.User{Username: name}
+		return nil
+	}
+}
+
+// TestUsers runs containers as the accounts of a Windows base image (issue 16): the user of
+// the spec reaches HCS for the init process and for an exec, the workload sees its account's
+// environment and file access, an image's default user applies, and an unknown user fails with
+// Windows' ERROR_LOGON_FAILURE.
+func TestUsers(t *testing.T) {
+	env := harness.Start(t, harness.Options{})
+	ctx, cancel := context.WithTimeout(harness.Context(context.Background()), 10*time.Minute)
+	defer cancel()
+
+	// A layer's folder is writable only by administrators (hcsemu's convention, doc.go "Users").
+	const adminOnly = `C:\Windows\System32\probe.txt`
+
+	t.Run("ContainerUser", func(t *testing.T) {
+		tk, err := env.StartTask(ctx, t, harness.TaskRun{ID: "user-init", Args: workload("sleep", "600"), SpecOpts: []oci.SpecOpts{withUser("ContainerUser")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Execs inherit the init process's spec (execIn copies it), so they run as ContainerUser.
+		r, err := execIn(ctx, t, env, tk, "whoami", workload("whoami")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "user=User Manager\\ContainerUser\nuid=1000 gid=545\n"; r.stdout != want || r.code != 0 {
+			t.Errorf("whoami as ContainerUser = %q (exit %d, stderr %q), want %q", r.stdout, r.code, r.stderr, want)
+		}
+		r, err = execIn(ctx, t, env, tk, "env", workload("env", "USERNAME", "USERPROFILE", "TEMP")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "USERNAME=ContainerUser\nUSERPROFILE=C:\\Users\\ContainerUser\nTEMP=C:\\Users\\ContainerUser\\AppData\\Local\\Temp\n"; r.stdout != want {
+			t.Errorf("env = %q (stderr %q), want %q", r.stdout, r.stderr, want)
+		}
+		r, err = execIn(ctx, t, env, tk, "write-admin", workload("write", adminOnly, "x")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.code == 0 || !strings.Contains(r.stderr, "permission denied") {
+			t.Errorf("ContainerUser writing %s: exit %d, stderr %q; want a refusal", adminOnly, r.code, r.stderr)
+		}
+		r, err = execIn(ctx, t, env, tk, "write-own", workload("write", `C:\Users\ContainerUser\AppData\Local\Temp\mine.txt`, "x")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.code != 0 {
+			t.Errorf("ContainerUser writing its TEMP: exit %d, stderr %q", r.code, r.stderr)
+		}
+
+		// An exec as another user than the init process.
+		spec, err := tk.Container.Spec(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin := *spec.Process
+		admin.User = specs.User{Username: "ContainerAdministrator"}
+		admin.Args, admin.Terminal = workload("whoami"), false
+		r, err = execSpec(ctx, t, env, tk, "whoami-admin", &admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "user=User Manager\\ContainerAdministrator\nuid=0 gid=0\n"; r.stdout != want || r.code != 0 {
+			t.Errorf("exec as ContainerAdministrator: whoami = %q (exit %d), want %q", r.stdout, r.code, want)
+		}
+		admin.Args = workload("write", adminOnly, "x")
+		if r, err = execSpec(ctx, t, env, tk, "write-admin-2", &admin); err != nil || r.code != 0 {
+			t.Errorf("ContainerAdministrator writing %s: %+v, %v; want success", adminOnly, r, err)
+		}
+		killAndWait(ctx, t, tk)
+	})
+
+	t.Run("image default user", func(t *testing.T) {
+		wl, err := harness.Workload()
+		if err != nil {
+			t.Fatal(err)
+		}
+		img := image.Default(wl)
+		img.Name = "docker.io/runhcs/test-containeruser:latest"
+		img.User = "ContainerUser"
+		p := filepath.Join(t.TempDir(), "user.tar")
+		if err := img.WriteFile(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.ImportImage(ctx, p); err != nil {
+			t.Fatalf("import %s: %v", img.Name, err)
+		}
+		tk, err := env.StartTask(ctx, t, harness.TaskRun{ID: "user-image", Image: img.Name, Args: workload("whoami")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, err := waitExit(t, "user-image", tk.Exit, 2*time.Minute); err != nil || code != 0 {
+			t.Fatalf("exit %d, %v; stderr %q", code, err, tk.Stderr())
+		}
+		if got, want := tk.Stdout(), "user=User Manager\\ContainerUser\nuid=1000 gid=545\n"; got != want {
+			t.Errorf("whoami = %q, want %q (the image's User)", got, want)
+		}
+	})
+
+	t.Run("unknown user", func(t *testing.T) {
+		_, err := env.StartTask(ctx, t, harness.TaskRun{ID: "user-unknown", Args: workload("whoami"), SpecOpts: []oci.SpecOpts{withUser("nobody")}})
+		if err == nil || !strings.Contains(err.Error(), "0x8007052e") {
+			t.Fatalf("start as nobody: %v; want ERROR_LOGON_FAILURE (0x8007052e)", err)
+		}
+	})
+}
+
+// gmsaSpec is a credential spec as Microsoft's New-CredentialSpec writes it.
+const gmsaSpec = `{"CmsPlugins":["ActiveDirectory"],"DomainJoinConfig":{"Sid":"S-1-5-21-702590844-1001920913-2680819671","MachineAccountName":"webapp01","Guid":"56d9b66c-d746-4f87-bd26-26760cfdca2e","DnsTreeName":"contoso.com","DnsName":"contoso.com","NetBiosName":"CONTOSO"},"ActiveDirectoryConfig":{"GroupManagedServiceAccounts":[{"Name":"webapp01","Scope":"contoso.com"},{"Name":"webapp01","Scope":"CONTOSO"}]}}`
+
+// withCredentialSpec sets the spec's credential spec as containerd's CRI does
+// (WithWindowsCredentialSpec: the JSON string).
+func withCredentialSpec(doc string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		s.Windows.CredentialSpec = doc
+		return nil
+	}
+}
+
+// credentialGuards lists hcsemu's Container Credential Guard instances, as HCS's service
+// property shows them.
+func credentialGuards(ctx context.Context, t *testing.T, env *harness.Env) []string {
+	t.Helper()
+	api, err := emuclient.DialHCS(env.HCSEmuAddress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	in, err := hcs.NewClient(api).CredentialGuards(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, i := range in {
+		ids = append(ids, i.Id)
+	}
+	return ids
+}
+
+// TestGMSA runs containers with a gMSA credential spec (issue 16): the container sees its
+// domain and account, its Container Credential Guard instance exists while it runs and is gone
+// after delete, also when its shim was killed, and a bad spec is refused naming the field.
+func TestGMSA(t *testing.T) {
+	env := harness.Start(t, harness.Options{})
+	ctx, cancel := context.WithTimeout(harness.Context(context.Background()), 10*time.Minute)
+	defer cancel()
+
+	t.Run("the container sees its account", func(t *testing.T) {
+		const id = "gmsa-run"
+		tk, err := env.StartTask(ctx, t, harness.TaskRun{ID: id, Args: workload("sleep", "600"), SpecOpts: []oci.SpecOpts{withCredentialSpec(gmsaSpec)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := credentialGuards(ctx, t, env); len(got) != 1 || got[0] != id {
+			t.Fatalf("Container Credential Guard instances %v, want [%s]", got, id)
+		}
+		r, err := execIn(ctx, t, env, tk, "whoami", workload("whoami")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "user=User Manager\\ContainerAdministrator\nnetwork=CONTOSO\\webapp01$\nuid=0 gid=0\n"; r.stdout != want || r.code != 0 {
+			t.Errorf("whoami = %q (exit %d, stderr %q), want %q", r.stdout, r.code, r.stderr, want)
+		}
+		r, err = execIn(ctx, t, env, tk, "env", workload("env", "USERDNSDOMAIN")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "USERDNSDOMAIN=CONTOSO.COM\n"; r.stdout != want {
+			t.Errorf("env = %q, want %q", r.stdout, want)
+		}
+		killAndWait(ctx, t, tk)
+		if _, err := tk.Task.Delete(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := credentialGuards(ctx, t, env); len(got) != 0 {
+			t.Errorf("Container Credential Guard instances after delete: %v, want none", got)
+		}
+	})
+
+	t.Run("bad spec refused naming the field", func(t *testing.T) {
+		bad := strings.Replace(gmsaSpec, `"NetBiosName":"CONTOSO"`, `"NetBiosName":""`, 1)
+		_, err := env.StartTask(ctx, t, harness.TaskRun{ID: "gmsa-bad", Args: workload("whoami"), SpecOpts: []oci.SpecOpts{withCredentialSpec(bad)}})
+		if err == nil || !strings.Contains(err.Error(), "windows.credentialSpec.DomainJoinConfig.NetBiosName") {
+			t.Fatalf("create with an empty NetBiosName: %v; want an error naming the field", err)
+		}
+		if got := credentialGuards(ctx, t, env); len(got) != 0 {
+			t.Errorf("Container Credential Guard instances after a refused create: %v, want none", got)
+		}
+	})
+
+	t.Run("shim killed", func(t *testing.T) {
+		const id = "gmsa-crash"
+		tk, err := env.StartTask(ctx, t, harness.TaskRun{ID: id, Args: workload("sleep", "600"), SpecOpts: []oci.SpecOpts{withCredentialSpec(gmsaSpec)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := credentialGuards(ctx, t, env); len(got) != 1 {
+			t.Fatalf("Container Credential Guard instances %v, want [%s]", got, id)
+		}
+		shims := env.ShimPids(id)
+		if len(shims) != 1 {
+			t.Fatalf("shims of %s: %v, want one", id, shims)
+		}
+		exits := watchExits(ctx, t, env)
+		if err := syscall.Kill(shims[0], syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// containerd runs the shim's delete action before it reports the exit.
+		exits.wait(t, id, 30*time.Second)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got := credentialGuards(ctx, t, env)
+			if len(got) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Container Credential Guard instances after the shim was killed: %v, want none", got)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		_, _ = tk.Task.Delete(ctx)
+	})
+}
