@@ -9,7 +9,12 @@
  * "into an initially disconnected state, blocking client connections until the next call" (its
  * comment): the instance only keeps the name and its security descriptor; go-winio never calls
  * ConnectNamedPipe on it, nor reads it. Each Accept makes a new instance with read and write
- * access and connects it. A client that finds no listening instance gets ERROR_PIPE_BUSY and
+ * access and connects it with an overlapped ConnectNamedPipe, which either waits for a client
+ * (ERROR_IO_PENDING) or reports one that connected to that instance between its creation and
+ * the call (ERROR_PIPE_CONNECTED; both documented at
+ * https://learn.microsoft.com/windows/win32/api/namedpipeapi/nf-namedpipeapi-connectnamedpipe),
+ * so every client of a listening instance reaches Accept. A client that finds no listening
+ * instance gets ERROR_PIPE_BUSY and
  * retries (https://learn.microsoft.com/windows/win32/ipc/named-pipe-client: "If the pipe
  * exists but all of its instances are busy, CreateFile returns INVALID_HANDLE_VALUE and
  * GetLastError returns ERROR_PIPE_BUSY"), as go-winio's DialPipe does. A disconnected instance
