@@ -18,9 +18,8 @@
 # process naming its folder still runs (wineserver -k stops the prefix), and no mount under its
 # folder remains. `make test-wine-containerd` runs all four combinations. On success the folder goes
 # (RUNHCS_WINE_KEEP=1 keeps it); on failure it stays, with the logs, and is printed.
-# Known gap (README's status table): containerd cannot remove the rootfs binding afterwards
-# (it calls bindfltapi.dll, which Wine lacks and which has no stand-in yet); containerd logs it
-# and goes on.
+# containerd must also have deleted the task's bundle (its rootfs unmount goes through the
+# stand-in bindfltapi.dll, hack/wine/bindfltapi).
 set -uo pipefail
 mode="${1:-windows}"
 version="${2:-2}"
@@ -170,6 +169,12 @@ if [[ "${rc}" != 0 ]]; then
 fi
 if ! grep -qxF "${want}" <(tr -d '\r' <"${dir}/run.out"); then
 	echo "containerd.sh: FAIL: ctr.exe run did not print \"${want}\"" >&2
+	exit 1
+fi
+# ctr run --rm has deleted the task's bundle: the rootfs unmount (BfRemoveMapping, the stand-in
+# bindfltapi.dll) must have found no binding rather than failed.
+if grep -E 'failed to delete (bundle|shim)|removing file binding' "${dir}/containerd.log" >&2; then
+	echo "containerd.sh: FAIL: containerd could not delete the task's bundle (above)" >&2
 	exit 1
 fi
 echo "containerd.sh: ok (${mode}, containerd ${version}): ctr.exe run printed the workload's line"
