@@ -147,7 +147,10 @@ func TestHyperVPod(t *testing.T) {
 	if _, err := h.svc.Create(ctx, created); err != nil { // created, never started
 		t.Fatal(err)
 	}
-	before := len(h.pub.all())
+	// Events reach the publisher through an ordered queue, after the RPC that caused them
+	// returned: wait for the nine so far (create and start of pod, c1 and c2; c1's exit and
+	// delete; c3's create), or a late one of c1's would count as the VM's.
+	before := len(h.waitEvents(9))
 	_ = vm.Terminate(ctx)
 	for _, id := range []string{"pod", "c2", "c3"} {
 		if _, err := h.svc.Wait(ctx, &taskapi.WaitRequest{ID: id}); err != nil {
