@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
@@ -118,6 +119,9 @@ type launcher struct {
 	socketRoot string
 	// start starts a new shim process (startShimProcess; a counting stand-in in tests).
 	start func(cmd *exec.Cmd) error
+	// joinWait bounds the wait for a pod's socket to accept or refuse a connection (Unix
+	// only; 0 means defaultJoinWait).
+	joinWait time.Duration
 }
 
 // startOrJoin returns the address of the shim serving the pod of the task whose bundle is the

@@ -4,11 +4,16 @@ package shim
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/containerd/containerd/v2/defaults"
 	cshim "github.com/containerd/containerd/v2/pkg/shim"
@@ -44,7 +49,11 @@ func (ln launcher) launchOrJoin(ctx context.Context, f startFlags, bundle, group
 		if !cshim.SocketEaddrinuse(err) {
 			return "", fmt.Errorf("create shim socket %s: %w", address, err)
 		}
-		if cshim.CanConnect(address) {
+		alive, err := ln.serving(address)
+		if err != nil {
+			return "", err
+		}
+		if alive {
 			// The pod's shim is serving: join it.
 			return address, nil
 		}
@@ -88,3 +97,38 @@ func (ln launcher) launchOrJoin(ctx context.Context, f startFlags, bundle, group
 }
 
 func removeShimSocket(address string) error { return cshim.RemoveSocket(address) }
+
+// defaultJoinWait bounds how long the start action waits for a pod's socket to either accept
+// a connection or refuse one (serving).
+const defaultJoinWait = 30 * time.Second
+
+// serving reports whether a shim serves the unix socket address: true once a connection is
+// accepted, false only when nothing listens there (ECONNREFUSED, or no socket file: the
+// socket of a shim that died). Any other failure — a dial that timed out on a loaded machine,
+// a listener whose backlog is full (EAGAIN) — is retried until joinWait has passed, and then
+// is an error. containerd's CanConnect, which its runc shim's start uses, gives up after
+// 100 ms and reads any failure as a dead shim; the start action then removed the live pod
+// shim's socket and started a second shim for the pod, one without its sandbox (found by
+// the soak suite's Hyper-V churn: "no Hyper-V pod sandbox of that id in this shim").
+func (ln launcher) serving(address string) (bool, error) {
+	wait := ln.joinWait
+	if wait == 0 {
+		wait = defaultJoinWait
+	}
+	path := strings.TrimPrefix(address, "unix://")
+	deadline := time.Now().Add(wait)
+	for {
+		c, err := net.DialTimeout("unix", path, time.Second)
+		if err == nil {
+			_ = c.Close()
+			return true, nil
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("shim socket %s neither accepted nor refused a connection within %v (a pod shim too busy to join): %w", address, wait, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

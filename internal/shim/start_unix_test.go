@@ -5,6 +5,7 @@ package shim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	cshim "github.com/containerd/containerd/v2/pkg/shim"
@@ -173,4 +175,123 @@ func TestShimSocketPermissions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// podAppBundle makes the bundle of task "app" of pod "sandbox1" under dir and enters it.
+func podAppBundle(t *testing.T, dir string) {
+	t.Helper()
+	bundle := filepath.Join(dir, "app")
+	if err := os.MkdirAll(bundle, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := json.Marshal(map[string]any{"annotations": map[string]string{"io.kubernetes.cri.sandbox-id": "sandbox1"}})
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(bundle)
+}
+
+// TestBusyPodShimIsNotReplaced: a pod's shim whose socket does not accept a connection at
+// once (here its backlog is full, so a connect fails with EAGAIN, as containerd's 100 ms
+// CanConnect fails on a loaded machine) is alive. The start action must neither remove its
+// socket nor start a second shim for the pod (which would not have the pod's sandbox); it
+// fails with an error naming the socket instead.
+func TestBusyPodShimIsNotReplaced(t *testing.T) {
+	dir := shortTempDir(t)
+	ln, started := countingLauncher(dir)
+	ln.joinWait = 300 * time.Millisecond
+	ctx := namespaces.WithNamespace(context.Background(), "k8s.io")
+	f := startFlags{namespace: "k8s.io", id: "app", address: "/run/containerd/containerd.sock"}
+	podAddr, err := cshim.CreateSocketAddress(ctx, ln.socketRoot, f.address, "sandbox1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := strings.TrimPrefix(podAddr, "unix://")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A listener with the smallest backlog that never accepts, filled until a connect fails.
+	lfd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(lfd)
+	if err := syscall.Bind(lfd, &syscall.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(lfd, 0); err != nil {
+		t.Fatal(err)
+	}
+	full := false
+	for i := 0; i < 16 && !full; i++ {
+		cfd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Close(cfd)
+		err = syscall.Connect(cfd, &syscall.SockaddrUnix{Name: path})
+		full = errors.Is(err, syscall.EAGAIN)
+		if err != nil && !full {
+			t.Fatalf("connect %d: %v", i, err)
+		}
+	}
+	if !full {
+		t.Fatal("the listener's backlog did not fill")
+	}
+	if cshim.CanConnect(podAddr) {
+		t.Fatal("containerd's CanConnect reaches the busy socket: the test does not make the case it is about")
+	}
+
+	podAppBundle(t, dir)
+	_, err = ln.startOrJoin(ctx, f, "")
+	if err == nil || !strings.Contains(err.Error(), podAddr) {
+		t.Errorf("start with the pod's shim busy: %v, want an error naming %s", err, podAddr)
+	}
+	if len(*started) != 0 {
+		t.Errorf("%d shims started for a pod whose shim is alive", len(*started))
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the live pod shim's socket: %v", err)
+	}
+}
+
+// TestStalePodShimSocketIsReplaced: the socket file of a pod's shim that died (nothing listens:
+// a connect is refused) is removed and a new shim started on it.
+func TestStalePodShimSocketIsReplaced(t *testing.T) {
+	dir := shortTempDir(t)
+	ln, started := countingLauncher(dir)
+	ctx := namespaces.WithNamespace(context.Background(), "k8s.io")
+	f := startFlags{namespace: "k8s.io", id: "app", address: "/run/containerd/containerd.sock"}
+	podAddr, err := cshim.CreateSocketAddress(ctx, ln.socketRoot, f.address, "sandbox1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := cshim.NewSocket(podAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close() // the shim died; its socket file stays
+	t.Cleanup(func() { _ = cshim.RemoveSocket(podAddr) })
+
+	podAppBundle(t, dir)
+	got, err := ln.startOrJoin(ctx, f, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != podAddr || len(*started) != 1 {
+		t.Errorf("address %s with %d shims started; want %s and one new shim", got, len(*started), podAddr)
+	}
+}
+
+// shortTempDir is a temporary folder with a short path: a unix socket's path under it must fit
+// in sun_path's 108 bytes, which a test name in t.TempDir's path can exceed.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "shim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	return d
 }

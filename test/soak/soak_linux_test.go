@@ -35,15 +35,19 @@ type config struct {
 	kills             int // shim SIGKILLs
 	containerdRestart int // containerd restarts with tasks running
 	hcsemuRestarts    int // hcsemu restarts with containers running
+	hvPods            int // Hyper-V churn: pods (a VM and a container each) made and deleted
+	hvParallel        int // Hyper-V churn: pods at a time
+	vmCrashes         int // VM crashes of a pod with two containers
+	hvKills           int // SIGKILLs of a Hyper-V pod's shim with two containers running
 	seed              int64
 }
 
 func loadConfig(t *testing.T) config {
-	c := config{parallel: 8, cycles: 160, kills: 12, containerdRestart: 5, hcsemuRestarts: 2}
+	c := config{parallel: 8, cycles: 160, kills: 12, containerdRestart: 5, hcsemuRestarts: 2, hvPods: 60, hvParallel: 4, vmCrashes: 5, hvKills: 5}
 	switch v := os.Getenv("RUNHCS_SOAK"); v {
 	case "", "ci":
 	case "long":
-		c = config{long: true, parallel: 8, cycles: 500, kills: 100, containerdRestart: 20, hcsemuRestarts: 5}
+		c = config{long: true, parallel: 8, cycles: 500, kills: 100, containerdRestart: 20, hcsemuRestarts: 5, hvPods: 500, hvParallel: 4, vmCrashes: 20, hvKills: 20}
 	default:
 		t.Fatalf("RUNHCS_SOAK=%q: want ci (the default) or long", v)
 	}
@@ -80,6 +84,7 @@ type soak struct {
 	mu     sync.Mutex
 	client *containerd.Client
 	img    containerd.Image
+	hvImg  containerd.Image // the Hyper-V steps' image, imported by the first of them
 }
 
 // TestSoak runs the steps in order on one environment. Each step ends by checking that
@@ -122,11 +127,14 @@ func TestSoak(t *testing.T) {
 	ok := t.Run("churn", func(t *testing.T) { s.churn(ctx, t) }) &&
 		t.Run("shim kills", func(t *testing.T) { s.shimKills(ctx, t) }) &&
 		t.Run("stuck HCS", func(t *testing.T) { s.stuck(ctx, t) }) &&
-		t.Run("injected failures", func(t *testing.T) { s.failures(ctx, t) })
+		t.Run("injected failures", func(t *testing.T) { s.failures(ctx, t) }) &&
+		t.Run("Hyper-V churn", func(t *testing.T) { s.hvChurn(ctx, t) }) &&
+		t.Run("VM crashes", func(t *testing.T) { s.vmCrashes(ctx, t) }) &&
+		t.Run("Hyper-V shim kills", func(t *testing.T) { s.hvShimKills(ctx, t) })
 	if !ok {
 		return
 	}
-	after := s.stats(ctx, t, "after churn, kills, stalls and failures")
+	after := s.stats(ctx, t, "after churn, kills, stalls, failures and the Hyper-V steps")
 	for _, name := range []string{harness.DaemonHCSEmu, harness.DaemonSnapshotter, harness.DaemonContainerd} {
 		checkGrowth(t, name, base[name], after[name])
 	}
@@ -207,6 +215,7 @@ func (s *soak) closeClient() {
 	if s.client != nil {
 		s.client.Close()
 		s.client = nil
+		s.hvImg = nil
 	}
 }
 
@@ -275,6 +284,13 @@ func (s *soak) start(ctx context.Context, id string) (*running, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create container %s: %w", id, err)
 	}
+	return s.startTask(ctx, c)
+}
+
+// startTask creates and starts the task of c, whose init process is `workload wait-signal 7`,
+// waiting until it says "waiting".
+func (s *soak) startTask(ctx context.Context, c containerd.Container) (*running, error) {
+	id := c.ID()
 	r := &running{c: c, stdout: &syncBuffer{}}
 	tk, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, r.stdout, r.stdout), cio.WithFIFODir(s.fifoDir())))
 	if err != nil {

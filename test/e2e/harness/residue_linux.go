@@ -48,7 +48,8 @@ func (e *Env) HCSEmuCgroups() []string {
 // Residue lists what the environment holds beyond its idle state (daemons running, the test
 // image imported): compute systems in hcsemu, mounts under the root other than hcsemu's host
 // network namespace, cgroups of compute systems, Linux network namespaces and HNS endpoints
-// of hcsemu, shim processes, and bundles (state folders) of containerd's runtime v2. Empty
+// of hcsemu (a VM's netns/vm-* among them), shim processes, init processes of emulated
+// utility VMs, and bundles (state folders) of containerd's runtime v2. Empty
 // means nothing is left. A question that cannot be answered is itself an entry.
 func (e *Env) Residue(ctx context.Context) []string {
 	var left []string
@@ -91,6 +92,9 @@ func (e *Env) Residue(ctx context.Context) []string {
 	}
 	for _, pid := range e.shimProcesses() {
 		left = append(left, fmt.Sprintf("shim process %d", pid))
+	}
+	for _, pid := range e.vmInitProcesses() {
+		left = append(left, fmt.Sprintf("VM init process %d", pid))
 	}
 	// The runtime v2 bundles, by namespace: containerd makes one per task and removes it when
 	// the task is deleted (the shim's state file lives in it).
@@ -153,6 +157,48 @@ func (e *Env) shimProcesses() []int {
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 		if filepath.Base(args[0]) == filepath.Base(e.Bin.Shim) {
 			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// vmInitProcesses are the init processes of this environment's emulated utility VMs: hcsemu
+// starts each as "hcsemu-vm-init" in a PID namespace of its own, with the guest's C:\ (a folder
+// under <root>/hcsemu/vms) in its environment (internal/hcsemu/vm_linux.go). Its command line
+// and working folder do not name the root, so shimProcesses' way of finding it does not apply.
+func (e *Env) vmInitProcesses() []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	vms := filepath.Join(e.Root, "hcsemu", "vms") + "/"
+	real := vms
+	if r, err := filepath.EvalSymlinks(filepath.Join(e.Root, "hcsemu")); err == nil {
+		real = filepath.Join(r, "vms") + "/"
+	}
+	var pids []int
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		dir := filepath.Join("/proc", ent.Name())
+		b, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+		if err != nil || strings.TrimRight(string(b), "\x00") != "hcsemu-vm-init" {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join(dir, "stat")); err == nil && zombie(st) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(dir, "environ"))
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if v, ok := strings.CutPrefix(kv, "HCSEMU_VM_INIT_ROOT="); ok && (strings.HasPrefix(v, vms) || strings.HasPrefix(v, real)) {
+				pids = append(pids, pid)
+				break
+			}
 		}
 	}
 	return pids
