@@ -1,0 +1,201 @@
+//go:build windows
+
+package cri
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	remote "k8s.io/cri-client/pkg"
+
+	"github.com/openhcs/runhcs/internal/hcs"
+	"github.com/openhcs/runhcs/internal/hns"
+	"github.com/openhcs/runhcs/internal/testenv"
+)
+
+// The node's facts (test/winnode): its pod network and the images its registry holds.
+const (
+	podSubnet  = "10.250.0.0/24"
+	testImage  = "docker.io/runhcs/test:latest" // any registry name reaches the node's registry
+	workload   = `C:\workload\workload.exe`
+	rpcTimeout = 2 * time.Minute // generous: a shared 2-core machine, Wine underneath
+)
+
+type node struct {
+	rt  internalapi.RuntimeService
+	img internalapi.ImageManagerService
+}
+
+func connect(t *testing.T) *node {
+	t.Helper()
+	pipe := os.Getenv("RUNHCS_NODE_PIPE")
+	if pipe == "" {
+		if testenv.InCI() {
+			t.Fatal("RUNHCS_NODE_PIPE is not set: run the suite inside the node (make test-winnode)")
+		}
+		t.Skip("no node: run through hack/winnode.sh run (make test-winnode)")
+	}
+	// \\.\pipe\NAME is npipe://./pipe/NAME to kubelet's client.
+	endpoint := "npipe://" + strings.ReplaceAll(strings.TrimPrefix(pipe, `\\`), `\`, "/")
+	ctx := context.Background()
+	rt, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(endpoint).WithConnectionTimeout(rpcTimeout).Build(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.NewRemoteImageServiceBuilder().WithEndpoint(endpoint).WithConnectionTimeout(rpcTimeout).Build(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &node{rt: rt, img: img}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+	t.Cleanup(cancel)
+	return c
+}
+
+// podConfig is a pod as a Windows kubelet sends it.
+func podConfig(t *testing.T, name string) *runtimeapi.PodSandboxConfig {
+	return &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Uid: name + "-uid", Namespace: "winnode"},
+		Hostname:     name,
+		LogDirectory: t.TempDir(),
+		Labels:       map[string]string{"suite": "cri"},
+		Windows:      &runtimeapi.WindowsPodSandboxConfig{SecurityContext: &runtimeapi.WindowsSandboxSecurityContext{}},
+	}
+}
+
+func TestVersion(t *testing.T) {
+	n := connect(t)
+	v, err := n.rt.Version(ctx(t), "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.RuntimeName != "containerd" || v.RuntimeApiVersion != "v1" || !strings.HasPrefix(v.RuntimeVersion, "v2.4.") {
+		t.Fatalf("Version: %+v; want containerd v2.4.x, CRI v1", v)
+	}
+}
+
+// runPod runs a pod with the default handler and removes it at the end of the test.
+func runPod(t *testing.T, n *node, name string) (string, *runtimeapi.PodSandboxConfig) {
+	t.Helper()
+	cfg := podConfig(t, name)
+	id, err := n.rt.RunPodSandbox(ctx(t), cfg, "")
+	if err != nil {
+		t.Fatalf("RunPodSandbox: %v", err)
+	}
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+		defer cancel()
+		n.rt.StopPodSandbox(c, id)
+		n.rt.RemovePodSandbox(c, id)
+	})
+	return id, cfg
+}
+
+// TestPodSandbox runs a process-isolated pod with the default handler (runhcs-wcow-process),
+// reads its status and IP, stops and removes it, and looks for anything left on the emulated
+// host: compute systems and HNS endpoints.
+func TestPodSandbox(t *testing.T) {
+	n := connect(t)
+	id, _ := runPod(t, n, "pod-sandbox")
+	st, err := n.rt.PodSandboxStatus(ctx(t), id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.GetStatus()
+	if s.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
+		t.Fatalf("pod state %v, want SANDBOX_READY", s.GetState())
+	}
+	ip, err := netip.ParseAddr(s.GetNetwork().GetIp())
+	if err != nil || !netip.MustParsePrefix(podSubnet).Contains(ip) {
+		t.Fatalf("pod IP %q (%v): want one in %s", s.GetNetwork().GetIp(), err, podSubnet)
+	}
+	systems := computeSystems(t)
+	if !containsPrefix(systems, id) {
+		t.Fatalf("compute systems %v: want the pod's pause container %s", systems, id)
+	}
+	if err := n.rt.StopPodSandbox(ctx(t), id); err != nil {
+		t.Fatalf("StopPodSandbox: %v", err)
+	}
+	st, err = n.rt.PodSandboxStatus(ctx(t), id, false)
+	if err != nil || st.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		t.Fatalf("after stop: %v, %v; want SANDBOX_NOTREADY", st.GetStatus().GetState(), err)
+	}
+	if err := n.rt.RemovePodSandbox(ctx(t), id); err != nil {
+		t.Fatalf("RemovePodSandbox: %v", err)
+	}
+	pods, err := n.rt.ListPodSandbox(ctx(t), &runtimeapi.PodSandboxFilter{Id: id})
+	if err != nil || len(pods) != 0 {
+		t.Fatalf("ListPodSandbox after remove: %v, %v; want none", pods, err)
+	}
+	if systems := computeSystems(t); containsPrefix(systems, id) {
+		t.Fatalf("compute systems after remove: %v", systems)
+	}
+	if eps := endpoints(t); len(eps) != 0 {
+		t.Fatalf("HNS endpoints after remove: %v", eps)
+	}
+}
+
+func TestPullImage(t *testing.T) {
+	n := connect(t)
+	for _, ref := range []string{testImage, os.Getenv("RUNHCS_NODE_REGISTRY") + "/runhcs/test:latest"} {
+		got, err := n.img.PullImage(ctx(t), &runtimeapi.ImageSpec{Image: ref}, nil, nil)
+		if err != nil {
+			t.Fatalf("PullImage %s: %v", ref, err)
+		}
+		st, err := n.img.ImageStatus(ctx(t), &runtimeapi.ImageSpec{Image: ref}, false)
+		if err != nil || st.GetImage() == nil || st.GetImage().GetId() != got {
+			t.Fatalf("ImageStatus %s: %+v, %v; want image %s", ref, st.GetImage(), err, got)
+		}
+	}
+}
+
+// computeSystems lists the ids of the emulated host's compute systems (HCS, through the
+// stand-in computecore.dll).
+func computeSystems(t *testing.T) []string {
+	t.Helper()
+	list, err := hcs.NewHostClient().EnumerateComputeSystems(ctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range list {
+		ids = append(ids, p.Id)
+	}
+	return ids
+}
+
+func containsPrefix(ids []string, prefix string) bool {
+	for _, id := range ids {
+		if strings.HasPrefix(id, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// endpoints lists the names of the host's HNS endpoints.
+func endpoints(t *testing.T) []string {
+	t.Helper()
+	api, err := hns.DefaultAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := hns.NewClient(api).ListEndpoints(ctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range eps {
+		names = append(names, e.Name)
+	}
+	return names
+}
