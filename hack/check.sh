@@ -9,6 +9,8 @@
 #   every fuzz target for 20 s (RUNHCS_FUZZTIME)                        make fuzz
 #   windows/amd64 tests under Wine (the HCS contract suite through the
 #   real computecore bindings among them)                                make test-windows
+#   containerd 2.x's and 1.7's Windows builds under Wine run the test
+#   image with the Windows-built shim (both snapshotters)              make test-wine-containerd
 #   end-to-end suites against containerd 2.x and 1.7                     make e2e
 #
 # Every step runs even if an earlier one failed; the summary names the failed ones and the exit
@@ -51,6 +53,7 @@ step cross make cross
 step unit-tests make test
 step fuzz make fuzz
 step test-windows make test-windows
+step test-wine-containerd make test-wine-containerd
 step e2e-containerd-2 make e2e-2
 step e2e-containerd-1.7 make e2e-1.7
 

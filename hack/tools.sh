@@ -2,14 +2,16 @@
 # hack/tools.sh builds the pinned tools the build and the tests use, from the Go module proxy,
 # into a cache keyed by tool version and Go version, and prints nothing but errors.
 #
-#   hack/tools.sh [all|proto|lint|containerd|containerd1.7|cni|containerd-windows]   (default: all)
+#   hack/tools.sh [all|proto|lint|containerd|containerd1.7|cni|containerd-windows|containerd1.7-windows]
+#   (default: all)
 #
 # The pins live in tools/go.mod (protoc-gen-go, protoc-gen-go-ttrpc, containerd 2.x and ctr),
 # tools/containerd1.7/go.mod, tools/lint/go.mod (staticcheck) and tools/cni/go.mod (the CNI
 # plugins win-bridge and its IPAM, host-local, built for windows/amd64: the Windows tests run
 # them under Wine). containerd-windows builds the same containerd 2.x and ctr pins for
-# windows/amd64 (containerd.exe, ctr.exe), for trying them under Wine (issue 12); not part of
-# `all`. Cache: $RUNHCS_CACHE, default
+# windows/amd64 (containerd.exe, ctr.exe), and containerd1.7-windows the containerd 1.7 pins
+# (paths containerd1.7.exe, ctr1.7.exe), for running them under Wine (hack/wine/containerd.sh,
+# make test-wine-containerd); not part of `all`. Cache: $RUNHCS_CACHE, default
 # ~/.cache/runhcs. `hack/tools.sh path NAME` prints where a tool lives (built or not).
 set -euo pipefail
 
@@ -58,6 +60,8 @@ path_of() {
 	ctr1.7) echo "$(tooldir ctr "$(modver tools/containerd1.7 github.com/containerd/containerd)")/ctr" ;;
 	staticcheck) echo "$(tooldir staticcheck "$(modver tools/lint honnef.co/go/tools)")/staticcheck" ;;
 	containerd.exe | ctr.exe) echo "$(tooldir "$1" "$(modver tools github.com/containerd/containerd/v2)")/$1" ;;
+	containerd1.7.exe) echo "$(tooldir containerd.exe "$(modver tools/containerd1.7 github.com/containerd/containerd)")/containerd.exe" ;;
+	ctr1.7.exe) echo "$(tooldir ctr.exe "$(modver tools/containerd1.7 github.com/containerd/containerd)")/ctr.exe" ;;
 	win-bridge.exe | host-local.exe) echo "$(tooldir "$1" "$(modver tools/cni github.com/containernetworking/plugins)")/$1" ;;
 	*) echo "tools: unknown tool $1" >&2; return 1 ;;
 	esac
@@ -98,6 +102,13 @@ containerd17() {
 	build tools/containerd1.7 containerd "${v}" github.com/containerd/containerd/cmd/containerd "${CONTAINERD_TAGS}" "${ld}"
 	build tools/containerd1.7 ctr "${v}" github.com/containerd/containerd/cmd/ctr "${CONTAINERD_TAGS}" "${ld}"
 }
+containerd17_windows() {
+	local v
+	v="$(modver tools/containerd1.7 github.com/containerd/containerd)"
+	local ld="-X github.com/containerd/containerd/version.Version=${v}"
+	GOOS=windows GOARCH=amd64 build tools/containerd1.7 containerd.exe "${v}" github.com/containerd/containerd/cmd/containerd "${CONTAINERD_TAGS}" "${ld}"
+	GOOS=windows GOARCH=amd64 build tools/containerd1.7 ctr.exe "${v}" github.com/containerd/containerd/cmd/ctr "${CONTAINERD_TAGS}" "${ld}"
+}
 
 case "${1:-all}" in
 all) proto; lint; containerd2; containerd17; cni ;;
@@ -107,6 +118,7 @@ containerd) containerd2 ;;
 containerd1.7) containerd17 ;;
 cni) cni ;;
 containerd-windows) containerd2_windows ;;
+containerd1.7-windows) containerd17_windows ;;
 path) path_of "$2" ;;
-*) echo "usage: $0 [all|proto|lint|containerd|containerd1.7|cni|containerd-windows|path NAME]" >&2; exit 2 ;;
+*) echo "usage: $0 [all|proto|lint|containerd|containerd1.7|cni|containerd-windows|containerd1.7-windows|path NAME]" >&2; exit 2 ;;
 esac

@@ -147,8 +147,7 @@ func TestServeThroughHcsshim(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- serve(sctx, snapPipe, filepath.Join(dir, "root"), contentPipe) }()
 	dial := func(ctx context.Context, addr string) (net.Conn, error) { return winio.DialPipeContext(ctx, addr) }
-	// Under Wine 8 the first client of a go-winio pipe hangs (wintest.ListenPipe): a dummy
-	// client goes first, once the pipe is there.
+	// serve runs in its own goroutine: wait until its pipe answers.
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		c, err := dial(dctx, snapPipe)

@@ -106,7 +106,7 @@ wine_env
 exec {lockfd}>"${WINE_LOCK}"
 flock "${lockfd}"
 build_dll bcryptprimitives.dll "${WINE_HACK}/bcryptprimitives.c" "${WINE_HACK}/winecompat.c" \
-	"${WINE_HACK}/winebackup.c"
+	"${WINE_HACK}/winebackup.c" "${WINE_HACK}/winepipe.c"
 build_dll computecore.dll "${WINE_HACK}/computecore/computecore.c" "${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" -- -lws2_32
 build_dll vmcompute.dll "${WINE_HACK}/vmcompute/layers.c" "${WINE_HACK}/vmcompute/hns.c" "${WINE_HACK}/vmcompute/hcs.c" \

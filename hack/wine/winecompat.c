@@ -32,7 +32,8 @@
  * through a small jump stub allocated within 4 GiB above ntdll.
  *
  * BackupRead and BackupWrite, which Wine 8 does not implement, are filled in the same way, in
- * kernel32's export table (winebackup.c).
+ * kernel32's export table (winebackup.c), and NtCreateNamedPipeFile, whose instances without
+ * read or write access Wine 8 leaves listening, in ntdll's (winepipe.c).
  */
 #include <windows.h>
 #include <winternl.h>
@@ -160,5 +161,5 @@ BOOL winecompat_install(void)
 		return FALSE;
 	real_set_information_file = (set_information_file_fn)(void *)(ntdll + *slot);
 	return winecompat_patch_export(ntdll, "NtSetInformationFile", (void *)compat_set_information_file) &&
-	       winebackup_install();
+	       winebackup_install() && winepipe_install();
 }

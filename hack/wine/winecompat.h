@@ -14,4 +14,7 @@ BOOL winecompat_patch_export(BYTE *module, const char *name, void *wrapper);
 /* winebackup_install fills in BackupRead and BackupWrite (winebackup.c). */
 BOOL winebackup_install(void);
 
+/* winepipe_install makes pipe instances without data access start disconnected (winepipe.c). */
+BOOL winepipe_install(void);
+
 #endif

@@ -54,13 +54,21 @@ import (
 // hcsshim commits 731a68d7e "block tombstones" and a0adf94c0). So on Windows the folder that
 // ImportLayer leaves shows the parents' names too, and removing one records its deletion.
 // Assumption (how vmcompute represents them is not documented): the emulator leaves a placeholder
-// for every name of the parents' merged view that the layer does not write — an empty directory
-// or file marked with trusted.wcow.placeholder — and lists them in the layer folder
-// (placeholderFile). The next storage call that uses the layer (activating, preparing over it,
+// for every name of the parents' merged view that the layer does not write, in the folders the
+// layer does write — an empty directory or file marked with trusted.wcow.placeholder — and lists
+// them in the layer folder (placeholderFile). A placeholder directory stays empty: it holds no
+// placeholders of the parents' names beneath it, so that hcsshim's removal of it (a tar's
+// whiteout of a parent's folder, however full: hcsshim removes only the one name, with
+// safefile.RemoveRelative, which refuses a folder that is not empty) succeeds, and the folder
+// with all it holds is gone from the merged view, as a whiteout of a folder means in an OCI layer
+// (opencontainers/image-spec layer.md, "Whiteouts": the named path and its children are
+// removed). The cost: a deletion under a parent's folder that the tar does not
+// itself list finds no name to remove (hcsshim ignores a name that is not there) and is not
+// recorded; the writers of image layers (containerd's, Docker's, BuildKit's) list the folder of
+// every change. The next storage call that uses the layer (activating, preparing over it,
 // importing or exporting with it, making a scratch over it) settles them: a placeholder that is
-// gone becomes a whiteout, the others go, a directory placeholder that now holds something stays
-// as an implicit directory. Removing a placeholder directory that still holds placeholders fails
-// (it is not empty), so an import whose tar deletes a directory of a parent fails, naming it.
+// gone becomes a whiteout, the others go, a directory placeholder that now holds something (a
+// hard link hcsshim made in it) stays as an implicit directory.
 //
 // Not emulated: reparse points (symbolic links, mount points), named streams and extended
 // attributes in the backup streams; they are refused with E_NOTIMPL naming the file. Utility VM
@@ -399,7 +407,8 @@ func legacyFile(h *tar.Header, file *os.File, fi fs.FileInfo) (io.Reader, error)
 }
 
 // makePlaceholders leaves in layer's Files/ a placeholder for every name of its parents' merged
-// view that the layer does not have, and lists them in placeholderFile. It returns how many.
+// view that the layer does not have, in the folders the layer has (a placeholder folder stays
+// empty), and lists them in placeholderFile. It returns how many.
 func makePlaceholders(layer string, parents []string) (int, error) {
 	var made []string
 	var walk func(rel string, srcs []string) error
@@ -434,10 +443,8 @@ func makePlaceholders(layer string, parents []string) (int, error) {
 						return &os.PathError{Op: "setxattr " + x, Path: p, Err: err}
 					}
 				}
+				// Nothing beneath it (see the file's comment): removable as a whole.
 				made = append(made, crel)
-				if err := walk(crel, c.dirs); err != nil {
-					return err
-				}
 				continue
 			}
 			fd, err := unix.Open(p, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o644)

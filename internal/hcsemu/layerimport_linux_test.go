@@ -107,11 +107,16 @@ func TestImportExportLayer(t *testing.T) {
 	if err := f.Import(ctx, wire.LayerArgs{Path: child, Source: in, Parents: []string{base}}); err != nil {
 		t.Fatalf("ImportLayer: %v", err)
 	}
-	// The parents' names are there until settled; hcsshim removes the deleted ones.
-	for _, n := range []string{"data/gone.txt", "data/kept.txt", "other/x.txt"} {
+	// The parents' names are there until settled, in the folders the layer has; hcsshim removes
+	// the deleted ones. A parent's folder the layer does not have is an empty placeholder, so
+	// that removing it (a whiteout of the folder) succeeds.
+	for _, n := range []string{"data/gone.txt", "data/kept.txt", "other"} {
 		if _, err := os.Lstat(filepath.Join(child, "Files", n)); err != nil {
 			t.Errorf("no placeholder for the parent's %s: %v", n, err)
 		}
+	}
+	if entries, err := os.ReadDir(filepath.Join(child, "Files", "other")); err != nil || len(entries) != 0 {
+		t.Errorf("the placeholder folder other holds %v (%v); want it empty", entries, err)
 	}
 	if err := os.Remove(filepath.Join(child, "Files", "data", "gone.txt")); err != nil {
 		t.Fatal(err)
@@ -295,8 +300,9 @@ func TestExportSystemDelta(t *testing.T) {
 
 // TestPlaceholdersFollowTheMergedView: the placeholders are the names the parents show merged,
 // nearest first, as the storage filter merges them: a name a nearer parent deleted or hid under
-// an opaque folder gets none, one spelled in another case is one name, and names the layer
-// itself has get none.
+// an opaque folder gets none, one spelled in another case is one name, names the layer
+// itself has get none, and a parent's folder the layer does not have is one placeholder with
+// nothing beneath it.
 func TestPlaceholdersFollowTheMergedView(t *testing.T) {
 	testenv.RequireRoot(t, "trusted.* extended attributes and whiteout devices")
 	ctx := context.Background()
@@ -319,7 +325,8 @@ func TestPlaceholdersFollowTheMergedView(t *testing.T) {
 	reg := func(n string) *tar.Header { return &tar.Header{Name: n, Typeflag: tar.TypeReg, Mode: 0o644} }
 	dirh := func(n string) *tar.Header { return &tar.Header{Name: n, Typeflag: tar.TypeDir, Mode: 0o755} }
 	base := layerOf("base", dirh("Files/a/"), reg("Files/a/deleted.txt"), reg("Files/a/kept.txt"),
-		dirh("Files/opq/"), reg("Files/opq/hidden.txt"), reg("Files/Mixed.txt"), reg("Files/own.txt"))
+		dirh("Files/opq/"), reg("Files/opq/hidden.txt"), reg("Files/Mixed.txt"), reg("Files/own.txt"),
+		dirh("Files/full/"), dirh("Files/full/sub/"), reg("Files/full/sub/f.txt"))
 	mid := layerOf("mid", reg("Files/a/.wh.deleted.txt"), dirh("Files/opq/"), reg("Files/opq/.wh..wh..opq"),
 		reg("Files/opq/shown.txt"), reg("Files/MIXED.TXT"))
 	layer := filepath.Join(dir, "layer")
@@ -327,6 +334,13 @@ func TestPlaceholdersFollowTheMergedView(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(layer, "Files", "OWN.txt"), []byte("own"))
+	// The layer's own folders a and opq get the placeholders of what the parents show in them;
+	// full, which it does not have, is one empty placeholder.
+	for _, d := range []string{"a", "opq"} {
+		if err := os.Mkdir(filepath.Join(layer, "Files", d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := makePlaceholders(layer, []string{mid, base}); err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +353,7 @@ func TestPlaceholdersFollowTheMergedView(t *testing.T) {
 		t.Fatal(err)
 	}
 	sort.Strings(got)
-	want := []string{"MIXED.TXT", "a", "a/kept.txt", "opq", "opq/shown.txt"}
+	want := []string{"MIXED.TXT", "a/kept.txt", "full", "opq/shown.txt"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("placeholders %v, want %v", got, want)
 	}
