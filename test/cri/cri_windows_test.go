@@ -4,8 +4,10 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -198,4 +200,112 @@ func endpoints(t *testing.T) []string {
 		names = append(names, e.Name)
 	}
 	return names
+}
+
+// containerConfig is an app container of the test image running the workload with args.
+func containerConfig(name string, args ...string) *runtimeapi.ContainerConfig {
+	return &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: name},
+		Image:    &runtimeapi.ImageSpec{Image: testImage},
+		Command:  append([]string{workload}, args...),
+		LogPath:  name + ".log",
+		Windows: &runtimeapi.WindowsContainerConfig{
+			Resources:       &runtimeapi.WindowsContainerResources{},
+			SecurityContext: &runtimeapi.WindowsContainerSecurityContext{},
+		},
+	}
+}
+
+// startContainer pulls the test image, creates and starts a container in the pod and removes
+// it at the end of the test.
+func startContainer(t *testing.T, n *node, pod string, podCfg *runtimeapi.PodSandboxConfig, cfg *runtimeapi.ContainerConfig) string {
+	t.Helper()
+	if _, err := n.img.PullImage(ctx(t), cfg.Image, nil, podCfg); err != nil {
+		t.Fatalf("PullImage: %v", err)
+	}
+	id, err := n.rt.CreateContainer(ctx(t), pod, cfg, podCfg)
+	if err != nil {
+		t.Fatalf("CreateContainer: %v", err)
+	}
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+		defer cancel()
+		n.rt.RemoveContainer(c, id)
+	})
+	if err := n.rt.StartContainer(ctx(t), id); err != nil {
+		t.Fatalf("StartContainer: %v", err)
+	}
+	return id
+}
+
+// waitExited polls ContainerStatus until the container has exited (no event API in CRI; the
+// deadline is generous).
+func waitExited(t *testing.T, n *node, id string) *runtimeapi.ContainerStatus {
+	t.Helper()
+	deadline := time.Now().Add(rpcTimeout)
+	for {
+		st, err := n.rt.ContainerStatus(ctx(t), id, false)
+		if err != nil {
+			t.Fatalf("ContainerStatus: %v", err)
+		}
+		if s := st.GetStatus(); s.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("container %s has not exited after %s: %+v", id, rpcTimeout, st.GetStatus())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestContainerExitCode runs a container to its end: ContainerStatus has its exit code and the
+// CRI log file containerd writes has its stdout line; RemoveContainer removes it.
+func TestContainerExitCode(t *testing.T) {
+	n := connect(t)
+	pod, podCfg := runPod(t, n, "pod-exit")
+	cfg := containerConfig("exits", "echo", "hello from the node")
+	id := startContainer(t, n, pod, podCfg, cfg)
+	s := waitExited(t, n, id)
+	if s.GetExitCode() != 0 || s.GetReason() != "Completed" {
+		t.Fatalf("exit code %d, reason %q; want 0, Completed", s.GetExitCode(), s.GetReason())
+	}
+	log, err := os.ReadFile(filepath.Join(podCfg.LogDirectory, cfg.LogPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// CRI's log format: RFC3339Nano, the stream, F (a full line), the line.
+	if !strings.Contains(string(log), " stdout F hello from the node") {
+		t.Fatalf("CRI log %q: want the stdout line", log)
+	}
+
+	failing := startContainer(t, n, pod, podCfg, containerConfig("fails", "exit", "3"))
+	if s := waitExited(t, n, failing); s.GetExitCode() != 3 || s.GetReason() != "Error" {
+		t.Fatalf("exit code %d, reason %q; want 3, Error", s.GetExitCode(), s.GetReason())
+	}
+	if err := n.rt.RemoveContainer(ctx(t), id); err != nil {
+		t.Fatalf("RemoveContainer: %v", err)
+	}
+	if list, err := n.rt.ListContainers(ctx(t), &runtimeapi.ContainerFilter{Id: id}); err != nil || len(list) != 0 {
+		t.Fatalf("ListContainers after remove: %v, %v; want none", list, err)
+	}
+}
+
+// TestExecSync runs commands in a running container: output, exit code.
+func TestExecSync(t *testing.T) {
+	n := connect(t)
+	pod, podCfg := runPod(t, n, "pod-exec")
+	id := startContainer(t, n, pod, podCfg, containerConfig("sleeps", "sleep", "600"))
+	stdout, stderr, err := n.rt.ExecSync(ctx(t), id, []string{workload, "echo", "exec output"}, time.Minute)
+	if err != nil || string(stdout) != "exec output\n" || len(stderr) != 0 {
+		t.Fatalf("ExecSync echo: stdout %q, stderr %q, %v; want %q", stdout, stderr, err, "exec output\n")
+	}
+	stdout, stderr, err = n.rt.ExecSync(ctx(t), id, []string{workload, "stderr", "to stderr"}, time.Minute)
+	if err != nil || string(stderr) != "to stderr\n" || len(stdout) != 0 {
+		t.Fatalf("ExecSync stderr: stdout %q, stderr %q, %v", stdout, stderr, err)
+	}
+	_, _, err = n.rt.ExecSync(ctx(t), id, []string{workload, "exit", "7"}, time.Minute)
+	var exitErr interface{ ExitStatus() int }
+	if !errors.As(err, &exitErr) || exitErr.ExitStatus() != 7 {
+		t.Fatalf("ExecSync exit 7: %v; want exit status 7", err)
+	}
 }
