@@ -8,7 +8,7 @@ E2E_TIMEOUT ?= 30m
 # Packages with unit tests: everything but the end-to-end suites, plus the harness's own unit tests.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/e2e') ./test/e2e/harness
 
-.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 demo lint proto proto-check cross tools deps check clean
+.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 test-winnode demo lint proto proto-check cross tools deps check clean
 
 all: build
 
@@ -31,6 +31,10 @@ e2e: e2e-2 e2e-1.7
 e2e-2 e2e-1.7: e2e-%: build
 	bash hack/tools.sh $(if $(filter 1.7,$*),containerd1.7,containerd)
 	RUNHCS_BIN=$(CURDIR)/$(BIN) RUNHCS_E2E_CONTAINERD=$* $(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
+
+## test-winnode: the CRI suite (test/cri, kubelet's CRI client) against an emulated Windows node, containerd 2.4.2's Windows build under Wine (root; hack/winnode.sh test)
+test-winnode:
+	bash hack/winnode.sh test --root /tmp/runhcs-winnode-test
 
 ## demo: the README's first command
 demo:

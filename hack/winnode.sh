@@ -7,9 +7,11 @@
 #   hack/winnode.sh up [--root DIR] [--containerd 2] [--snapshotter wcow|windows]
 #   hack/winnode.sh down [--root DIR]
 #   hack/winnode.sh run [--root DIR] PROGRAM ARGS…
+#   hack/winnode.sh test [--root DIR] [--snapshotter wcow|windows] [go test flags…]
 #
 # up builds what is missing (cached in $RUNHCS_CACHE), starts the node and prints its
-# environment (also in DIR/node.env). DIR defaults to /tmp/runhcs-winnode.
+# environment (also in DIR/node.env). DIR defaults to /tmp/runhcs-winnode. test brings a node up,
+# runs the CRI suite (test/cri, a Windows test binary) in it and takes it down (make test-winnode).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -52,11 +54,22 @@ down)
 	rm -f "${tmp}"
 	exit "${rc}"
 	;;
+test)
+	bash "$0" down --root "${dir}"
+	trap 'bash "$0" down --root "${dir}"' EXIT
+	bash "$0" up --root "${dir}" "${args[@]}" >/dev/null
+	GOOS=windows CGO_ENABLED=0 go test -c -o "${dir}/bin/cri.test.exe" ./test/cri
+	t0=$(date +%s.%N)
+	rc=0
+	"${dir}/bin/winnode" run --root "${dir}" -- "${dir}/bin/cri.test.exe" -test.v -test.count=1 -test.timeout 15m "$@" || rc=$?
+	printf 'winnode: %-34s %7.2fs\n' "CRI suite" "$(echo "$(date +%s.%N) - ${t0}" | bc)" >&2
+	exit "${rc}"
+	;;
 run)
 	exec "${dir}/bin/winnode" run --root "${dir}" -- "$@"
 	;;
 *)
-	echo "usage: $0 up|down|run [--root DIR] …" >&2
+	echo "usage: $0 up|down|run|test [--root DIR] …" >&2
 	exit 2
 	;;
 esac
