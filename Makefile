@@ -5,8 +5,9 @@ GO ?= go
 BIN := bin
 COMMANDS := containerd-shim-runhcs-v1 containerd-wcow-snapshotter hcsemu shimdiag
 E2E_TIMEOUT ?= 30m
-# Packages with unit tests: everything but the end-to-end suites, plus the harness's own unit tests.
-UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/test/e2e') ./test/e2e/harness
+# Packages with unit tests: everything but the end-to-end suites (test/winnode's runs in make
+# test-winnode), plus the harness's own unit tests.
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e '/test/e2e' -e '/test/winnode') ./test/e2e/harness
 
 .PHONY: all build test fuzz e2e e2e-2 e2e-1.7 test-winnode demo lint proto proto-check cross tools deps check clean
 

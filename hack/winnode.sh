@@ -11,7 +11,8 @@
 #
 # up builds what is missing (cached in $RUNHCS_CACHE), starts the node and prints its
 # environment (also in DIR/node.env). DIR defaults to /tmp/runhcs-winnode. test brings a node up,
-# runs the CRI suite (test/cri, a Windows test binary) in it and takes it down (make test-winnode).
+# runs the CRI suite (test/cri, a Windows test binary) in it, checks that down cleans up after a
+# crash (test/winnode TestDownAfterCrash) and takes it down (make test-winnode).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -63,6 +64,11 @@ test)
 	rc=0
 	"${dir}/bin/winnode" run --root "${dir}" -- "${dir}/bin/cri.test.exe" -test.v -test.count=1 -test.timeout 15m "$@" || rc=$?
 	printf 'winnode: %-34s %7.2fs\n' "CRI suite" "$(echo "$(date +%s.%N) - ${t0}" | bc)" >&2
+	# down after a crash of containerd.exe or hcsemu leaves nothing (nodes of their own).
+	# shellcheck source=hack/wine/lib.sh
+	source hack/wine/lib.sh
+	RUNHCS_WINNODE_BIN="${dir}/bin" RUNHCS_WINNODE_PREFIX="${WINE_PREFIX_DIR}" \
+		go test -count=1 -v -timeout 10m -run TestDownAfterCrash ./test/winnode || rc=$?
 	exit "${rc}"
 	;;
 run)

@@ -36,9 +36,10 @@ func downCmd(args []string) error {
 	}
 	start := time.Now()
 	if b, err := os.ReadFile(filepath.Join(*root, "serve.pid")); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && belongs(pid, *root) {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && isServe(pid, *root) {
 			syscall.Kill(pid, syscall.SIGTERM)
 			waitGone(pid, 90*time.Second)
+			syscall.Kill(pid, syscall.SIGKILL) // if it hangs; what it left is swept below
 		}
 	}
 	for _, pid := range processesOf(*root, os.Getpid()) {
@@ -70,7 +71,11 @@ func cleanEmulator(root string) error {
 	if len(mountsUnder(emuRoot(root))) == 0 {
 		return nil
 	}
-	bin := filepath.Join(root, "bin", "hcsemu")
+	b, err := os.ReadFile(filepath.Join(root, "hcsemu.path"))
+	if err != nil {
+		return fmt.Errorf("the node's hcsemu: %w", err)
+	}
+	bin := string(b)
 	sock := filepath.Join(root, "cleanup.sock")
 	cmd := exec.Command(bin, "--address", sock, "--root", emuRoot(root))
 	out, err := os.Create(filepath.Join(root, "logs", "hcsemu-cleanup.log"))
@@ -91,13 +96,23 @@ func cleanEmulator(root string) error {
 }
 
 // belongs says whether pid is a process of the node at root: its executable, root folder or
-// working folder is under root, or it runs with the node's Wine prefix.
+// working folder is under root, an argument is a path inside root, or it runs with the node's
+// Wine prefix.
 func belongs(pid int, root string) bool {
 	dir := fmt.Sprintf("/proc/%d/", pid)
 	under := func(p string) bool { return p == root || strings.HasPrefix(p, root+"/") }
 	for _, l := range []string{"exe", "root", "cwd"} {
 		if p, err := os.Readlink(dir + l); err == nil && under(strings.TrimSuffix(p, " (deleted)")) {
 			return true
+		}
+	}
+	// An argument is a path inside the folder: hcsemu (--root ROOT/emu), also when its binary
+	// lives elsewhere. (Not ROOT itself: the scripts that called down name it.)
+	if cmdline, err := os.ReadFile(dir + "cmdline"); err == nil {
+		for _, a := range bytes.Split(cmdline, []byte{0}) {
+			if strings.HasPrefix(string(a), root+"/") {
+				return true
+			}
 		}
 	}
 	env, err := os.ReadFile(dir + "environ")
@@ -111,6 +126,16 @@ func belongs(pid int, root string) bool {
 		}
 	}
 	return false
+}
+
+// isServe says whether pid is `winnode serve --root root`.
+func isServe(pid int, root string) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	return len(args) > 3 && args[1] == "serve" && args[2] == "--root" && args[3] == root
 }
 
 // processesOf lists the processes of the node at root, but not self.

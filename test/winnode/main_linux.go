@@ -101,6 +101,10 @@ func upCmd(args []string) error {
 	if err := os.MkdirAll(filepath.Join(f.root, "logs"), 0o755); err != nil {
 		return err
 	}
+	// down may need the emulator after a crash, to clean up what it left.
+	if err := os.WriteFile(filepath.Join(f.root, "hcsemu.path"), []byte(filepath.Join(f.bin, "hcsemu")), 0o644); err != nil {
+		return err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
