@@ -62,6 +62,7 @@ func ContainerdConfig(o ConfigOptions) string {
     snapshotter = %[1]s
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runhcs-wcow-process.options]
       SandboxIsolation = 0
+      LogLevel = "info"
 
   [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runhcs-wcow-hypervisor]
     runtime_type = "io.containerd.runhcs.v1"
@@ -70,6 +71,7 @@ func ContainerdConfig(o ConfigOptions) string {
       SandboxIsolation = 1
       VmProcessorCount = 2
       VmMemorySizeInMb = 1024
+      LogLevel = "info"
 `, q(snap), q(o.Hosts), q(o.CNIBin), q(o.CNIConf))
 	return b.String()
 }
