@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -210,5 +209,3 @@ func unquote(s string) string {
 	}
 	return s
 }
-
-var errNotRunning = errors.New("not running")
