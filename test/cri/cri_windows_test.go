@@ -309,3 +309,90 @@ func TestExecSync(t *testing.T) {
 		t.Fatalf("ExecSync exit 7: %v; want exit status 7", err)
 	}
 }
+
+// waitLog polls the container's CRI log file until it holds want.
+func waitLog(t *testing.T, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(rpcTimeout)
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CRI log %s: no %q after %s; it holds %q", path, want, rpcTimeout, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestStopContainer stops containers as kubelet does: SIGTERM (a CTRL_SHUTDOWN_EVENT to the
+// Windows process), then a kill when the grace period ends.
+func TestStopContainer(t *testing.T) {
+	n := connect(t)
+	pod, podCfg := runPod(t, n, "pod-stop")
+	graceful := containerConfig("graceful", "wait-signal", "5")
+	id := startContainer(t, n, pod, podCfg, graceful)
+	logPath := filepath.Join(podCfg.LogDirectory, graceful.LogPath)
+	waitLog(t, logPath, " stdout F waiting")
+	if err := n.rt.StopContainer(ctx(t), id, 60); err != nil {
+		t.Fatalf("StopContainer: %v", err)
+	}
+	if s := waitExited(t, n, id); s.GetExitCode() != 5 {
+		t.Fatalf("stopped container: exit code %d, want 5 (its own, after the stop signal)", s.GetExitCode())
+	}
+	waitLog(t, logPath, " stdout F got SIGTERM")
+
+	stubborn := containerConfig("stubborn", "ignore-signals")
+	id = startContainer(t, n, pod, podCfg, stubborn)
+	waitLog(t, filepath.Join(podCfg.LogDirectory, stubborn.LogPath), " stdout F ignoring")
+	if err := n.rt.StopContainer(ctx(t), id, 2); err != nil {
+		t.Fatalf("StopContainer with a 2 s grace period: %v", err)
+	}
+	if s := waitExited(t, n, id); s.GetExitCode() == 0 {
+		t.Fatalf("killed container: exit code 0, want a failure")
+	}
+}
+
+// TestImages lists, inspects and removes an image and reads the image filesystem's usage.
+func TestImages(t *testing.T) {
+	n := connect(t)
+	ref := os.Getenv("RUNHCS_NODE_REGISTRY") + "/pause:3.10.2"
+	id, err := n.img.PullImage(ctx(t), &runtimeapi.ImageSpec{Image: ref}, nil, nil)
+	if err != nil {
+		t.Fatalf("PullImage: %v", err)
+	}
+	// containerd's CRI answers every image whatever the filter (critest filters too).
+	list, err := n.img.ListImages(ctx(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *runtimeapi.Image
+	for _, img := range list {
+		if img.GetId() == id {
+			found = img
+		}
+	}
+	if found == nil || !contains(found.GetRepoTags(), ref) || found.GetSize() == 0 {
+		t.Fatalf("ListImages: %v; want %s tagged %s with its size", list, id, ref)
+	}
+	fs, err := n.img.ImageFsInfo(ctx(t))
+	if err != nil || len(fs.GetImageFilesystems()) == 0 || fs.GetImageFilesystems()[0].GetUsedBytes() == nil {
+		t.Fatalf("ImageFsInfo: %v, %v; want the image filesystem with its usage", fs, err)
+	}
+	if err := n.img.RemoveImage(ctx(t), &runtimeapi.ImageSpec{Image: ref}); err != nil {
+		t.Fatalf("RemoveImage: %v", err)
+	}
+	if st, err := n.img.ImageStatus(ctx(t), &runtimeapi.ImageSpec{Image: ref}, false); err != nil || st.GetImage() != nil {
+		t.Fatalf("ImageStatus after remove: %v, %v; want no image", st.GetImage(), err)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
