@@ -3,8 +3,10 @@
 package cri
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -395,4 +397,68 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// podIP is the pod's IP from PodSandboxStatus.
+func podIP(t *testing.T, n *node, pod string) string {
+	t.Helper()
+	st, err := n.rt.PodSandboxStatus(ctx(t), pod, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.GetStatus().GetNetwork().GetIp()
+}
+
+// TestPodNetworking: two app containers of one pod share localhost; a container of another pod
+// reaches the first pod at its IP; the node's host (where this test runs, as kubelet's probes
+// do) reaches it too.
+func TestPodNetworking(t *testing.T) {
+	n := connect(t)
+	podA, cfgA := runPod(t, n, "pod-net-a")
+	server := containerConfig("server", "listen", "0.0.0.0:8080")
+	serverID := startContainer(t, n, podA, cfgA, server)
+	waitLog(t, filepath.Join(cfgA.LogDirectory, server.LogPath), " stdout F listening")
+
+	local := containerConfig("local-client", "connect", "127.0.0.1:8080", "same-pod")
+	id := startContainer(t, n, podA, cfgA, local)
+	if s := waitExited(t, n, id); s.GetExitCode() != 0 {
+		t.Fatalf("connect over the pod's localhost: exit code %d", s.GetExitCode())
+	}
+	waitLog(t, filepath.Join(cfgA.LogDirectory, local.LogPath), " stdout F echo: same-pod")
+
+	ipA := podIP(t, n, podA)
+	podB, cfgB := runPod(t, n, "pod-net-b")
+	if ipB := podIP(t, n, podB); ipB == ipA {
+		t.Fatalf("both pods have IP %s", ipA)
+	}
+	remote := containerConfig("remote-client", "connect", ipA+":8080", "other-pod")
+	id = startContainer(t, n, podB, cfgB, remote)
+	if s := waitExited(t, n, id); s.GetExitCode() != 0 {
+		t.Fatalf("connect from another pod to %s: exit code %d", ipA, s.GetExitCode())
+	}
+	waitLog(t, filepath.Join(cfgB.LogDirectory, remote.LogPath), " stdout F echo: other-pod")
+
+	c, err := net.DialTimeout("tcp", ipA+":8080", time.Minute)
+	if err != nil {
+		t.Fatalf("from the node's host to the pod: %v", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	if _, err := c.Write([]byte("from-host\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || line != "echo: from-host\n" {
+		t.Fatalf("answer %q, %v; want %q", line, err, "echo: from-host\n")
+	}
+
+	// The server has run and answered: CRI's container stats (decoded from the shim's
+	// Windows statistics) show CPU time and a working set.
+	st, err := n.rt.ContainerStats(ctx(t), serverID)
+	if err != nil {
+		t.Fatalf("ContainerStats: %v", err)
+	}
+	if st.GetCpu().GetUsageCoreNanoSeconds().GetValue() == 0 || st.GetMemory().GetWorkingSetBytes().GetValue() == 0 {
+		t.Fatalf("ContainerStats: %v; want CPU time and a working set", st)
+	}
 }
