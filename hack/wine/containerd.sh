@@ -14,13 +14,12 @@
 # (tools/containerd1.7/go.mod).
 #
 # It exits non-zero unless containerd boots, the import succeeds, `ctr run` exits 0 and prints
-# the workload's line ("hello from a windows container"), and nothing is left behind: every
-# process it started is gone (wineserver -k for the prefix), and no mount under its folder
-# remains. `make test-wine-containerd` runs all four combinations. On success the folder goes
+# the workload's line ("hello from a windows container"), and nothing is left behind: no
+# process naming its folder still runs (wineserver -k stops the prefix), and no mount under its
+# folder remains. `make test-wine-containerd` runs all four combinations. On success the folder goes
 # (RUNHCS_WINE_KEEP=1 keeps it); on failure it stays, with the logs, and is printed.
-# Known gap (README's status table): containerd cannot remove the rootfs binding afterwards
-# (it calls bindfltapi.dll, which Wine lacks and which has no stand-in yet); containerd logs it
-# and goes on.
+# containerd must also have deleted the task's bundle (its rootfs unmount goes through the
+# stand-in bindfltapi.dll, hack/wine/bindfltapi).
 set -uo pipefail
 mode="${1:-windows}"
 version="${2:-2}"
@@ -52,6 +51,15 @@ stop() {
 	for p in "${pids[@]}"; do kill "${p}" 2>/dev/null; done
 	[[ -n "${WINESERVER:-}" ]] && "${WINESERVER}" -k 2>/dev/null
 	for p in "${pids[@]}"; do wait "${p}" 2>/dev/null; done
+	# Nothing that names the folder (Linux or Z: form) may still run: hcsemu's workloads go with
+	# it, Wine's processes with the wineserver. A survivor is a defect: say so and fail.
+	local procs
+	procs="$(pgrep -af -- "$(basename "${dir}")" || true)"
+	if [[ -n "${procs}" ]]; then
+		echo "containerd.sh: still running after the run:" >&2
+		echo "${procs}" >&2
+		rc=1
+	fi
 	# hcsemu unmounts its volumes when it stops; anything still mounted is a defect: say so,
 	# then unmount it so that nothing stays behind.
 	left="$(awk -v d="${dir}/" 'index($2, d) == 1 {print $2}' /proc/mounts)"
@@ -161,6 +169,12 @@ if [[ "${rc}" != 0 ]]; then
 fi
 if ! grep -qxF "${want}" <(tr -d '\r' <"${dir}/run.out"); then
 	echo "containerd.sh: FAIL: ctr.exe run did not print \"${want}\"" >&2
+	exit 1
+fi
+# ctr run --rm has deleted the task's bundle: the rootfs unmount (BfRemoveMapping, the stand-in
+# bindfltapi.dll) must have found no binding rather than failed.
+if grep -E 'failed to delete (bundle|shim)|removing file binding' "${dir}/containerd.log" >&2; then
+	echo "containerd.sh: FAIL: containerd could not delete the task's bundle (above)" >&2
 	exit 1
 fi
 echo "containerd.sh: ok (${mode}, containerd ${version}): ctr.exe run printed the workload's line"

@@ -3,15 +3,16 @@
 # quick and silent when everything is already there (so the test wrapper calls it every time):
 #
 #   1. Debian packages wine64 and gcc-mingw-w64-x86-64 (apt-get only if missing; needs root then)
-#   2. bcryptprimitives.dll built from hack/wine/bcryptprimitives.c and winecompat.c (rebuilt when
-#      the source changes)
+#   2. bcryptprimitives.dll built from hack/wine/bcryptprimitives.c, winecompat.c, winebackup.c and
+#      winepipe.c (rebuilt when the source changes)
 #   3. a private Wine prefix under ${RUNHCS_CACHE:-~/.cache/runhcs}/wine/prefix (about 11 s the first time)
 #   4. computecore.dll, the stand-in HCS API, vmcompute.dll, the stand-in layer API, HNSCall and
 #      the HCS v1 functions of hcsshim's HotAttachEndpoint (over computecore.dll), and
 #      computenetwork.dll, the stand-in HCN API, that forward to hcsemu over TCP
 #      (hack/wine/computecore/, hack/wine/vmcompute/, hack/wine/computenetwork/, and what they
 #      share in hack/wine/common/; see hack/wine/README.md)
-#   5. the DLLs copied into the prefix's drive_c/windows/system32
+#   5. bindfltapi.dll, the stand-in bind filter API, which makes no mappings (hack/wine/bindfltapi/)
+#   6. the DLLs copied into the prefix's drive_c/windows/system32
 #
 # Why the DLL: Go >= 1.22 on Windows needs ProcessPrng from bcryptprimitives.dll, which Wine 8
 # (Debian 12) lacks; see bcryptprimitives.c. It also carries Wine 8 fixes (winecompat.c).
@@ -112,10 +113,12 @@ build_dll computecore.dll "${WINE_HACK}/computecore/computecore.c" "${WINE_HACK}
 build_dll vmcompute.dll "${WINE_HACK}/vmcompute/layers.c" "${WINE_HACK}/vmcompute/hns.c" "${WINE_HACK}/vmcompute/hcs.c" \
 	"${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" "${WINE_HACK}/common/hcn.c" -- -lws2_32 -lole32
+build_dll bindfltapi.dll "${WINE_HACK}/bindfltapi/bindfltapi.c"
 build_dll computenetwork.dll "${WINE_HACK}/computenetwork/computenetwork.c" "${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" "${WINE_HACK}/common/hcn.c" -- -lws2_32 -lole32
 make_prefix
 install_dll bcryptprimitives.dll
+install_dll bindfltapi.dll
 install_dll computecore.dll
 install_dll vmcompute.dll
 install_dll computenetwork.dll

@@ -9,7 +9,12 @@
  * "into an initially disconnected state, blocking client connections until the next call" (its
  * comment): the instance only keeps the name and its security descriptor; go-winio never calls
  * ConnectNamedPipe on it, nor reads it. Each Accept makes a new instance with read and write
- * access and connects it. A client that finds no listening instance gets ERROR_PIPE_BUSY and
+ * access and connects it with an overlapped ConnectNamedPipe, which either waits for a client
+ * (ERROR_IO_PENDING) or reports one that connected to that instance between its creation and
+ * the call (ERROR_PIPE_CONNECTED; both documented at
+ * https://learn.microsoft.com/windows/win32/api/namedpipeapi/nf-namedpipeapi-connectnamedpipe),
+ * so every client of a listening instance reaches Accept. A client that finds no listening
+ * instance gets ERROR_PIPE_BUSY and
  * retries (https://learn.microsoft.com/windows/win32/ipc/named-pipe-client: "If the pipe
  * exists but all of its instances are busy, CreateFile returns INVALID_HANDLE_VALUE and
  * GetLastError returns ERROR_PIPE_BUSY"), as go-winio's DialPipe does. A disconnected instance
@@ -26,14 +31,16 @@
  * ctr stdio pipes, which the shim dials; the shim's own pipes) hangs that way on its first
  * client (observed: internal/wintest TestPipeFirstClient, both orders of Dial and Accept).
  *
- * The fix: when NtCreateNamedPipeFile has created a server instance whose access has neither
- * FILE_READ_DATA nor FILE_WRITE_DATA (nor GENERIC_READ, GENERIC_WRITE, GENERIC_ALL), this
- * wrapper moves it to the disconnected state with the only transitions Wine has: it opens a
+ * The fix: when NtCreateNamedPipeFile has created, with FILE_CREATE (so it is the pipe's only
+ * instance, as go-winio's first is), a server instance whose access has neither FILE_READ_DATA
+ * nor FILE_WRITE_DATA (nor GENERIC_READ, GENERIC_WRITE, GENERIC_ALL), this wrapper moves it to
+ * the disconnected state with the only transitions Wine has: it opens a
  * client on it (the instance is the one just created and listening), disconnects it from the
  * server side (FSCTL_PIPE_DISCONNECT, DisconnectNamedPipe), and closes that client. The
  * instance is then FILE_PIPE_DISCONNECTED_STATE, which Wine, like Windows, does not give to
  * clients, and which ConnectNamedPipe turns back into listening. Instances with read or write
- * access (every CreateNamedPipe, go-winio's Accept) are untouched. Nothing in between can take
+ * access (every CreateNamedPipe, go-winio's Accept) are untouched, and so is an instance added
+ * to a pipe that has others (the client could land on one of those). Nothing in between can take
  * the instance except a client already retrying on that exact name in the microseconds between
  * the two calls; then the open below finds the pipe busy, and the instance is left as Wine made
  * it (the old behaviour).
@@ -69,6 +76,7 @@ static close_fn nt_close;
 /* ntifs.h: CTL_CODE(FILE_DEVICE_NAMED_PIPE, 1, METHOD_BUFFERED, FILE_ANY_ACCESS). */
 #define FSCTL_PIPE_DISCONNECT_ 0x00110004
 #define FILE_OPEN_ 1
+#define FILE_CREATE_ 2
 #define FILE_NON_DIRECTORY_FILE_ 0x40
 #define FILE_SYNCHRONOUS_IO_NONALERT_ 0x20
 
@@ -106,7 +114,7 @@ static NTSTATUS NTAPI compat_create_named_pipe_file(PHANDLE handle, ULONG access
 						      pipe_type, read_mode, completion_mode, max_inst,
 						      inbound_quota, outbound_quota, timeout);
 
-	if (status >= 0 && handle != NULL && attr != NULL && !data_access(access))
+	if (status >= 0 && handle != NULL && attr != NULL && dispo == FILE_CREATE_ && !data_access(access))
 		disconnect_new_instance(*handle, attr);
 	return status;
 }
