@@ -292,7 +292,7 @@ func TestContainerExitCode(t *testing.T) {
 	}
 }
 
-// TestExecSync runs commands in a running container: output, exit code.
+// TestExecSync runs commands in a running container: output, exit code, timeout.
 func TestExecSync(t *testing.T) {
 	n := connect(t)
 	pod, podCfg := runPod(t, n, "pod-exec")
@@ -309,6 +309,17 @@ func TestExecSync(t *testing.T) {
 	var exitErr interface{ ExitStatus() int }
 	if !errors.As(err, &exitErr) || exitErr.ExitStatus() != 7 {
 		t.Fatalf("ExecSync exit 7: %v; want exit status 7", err)
+	}
+	// A command that outlives its timeout is killed and the call fails (containerd answers
+	// DeadlineExceeded, which kubelet's client reports as ErrCommandTimedOut); the container
+	// stays up.
+	start := time.Now()
+	_, _, err = n.rt.ExecSync(ctx(t), id, []string{workload, "sleep", "600"}, 2*time.Second)
+	if !errors.Is(err, remote.ErrCommandTimedOut) {
+		t.Fatalf("ExecSync past its timeout: %v (after %s); want ErrCommandTimedOut", err, time.Since(start))
+	}
+	if st, err := n.rt.ContainerStatus(ctx(t), id, false); err != nil || st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("container after a timed-out exec: %v, %v; want running", st.GetStatus().GetState(), err)
 	}
 }
 
