@@ -36,7 +36,7 @@ type node struct {
 	img internalapi.ImageManagerService
 }
 
-func connect(t *testing.T) *node {
+func connect(t testing.TB) *node {
 	t.Helper()
 	pipe := os.Getenv("RUNHCS_NODE_PIPE")
 	if pipe == "" {
@@ -66,7 +66,7 @@ func ctx(t *testing.T) context.Context {
 }
 
 // podConfig is a pod as a Windows kubelet sends it.
-func podConfig(t *testing.T, name string) *runtimeapi.PodSandboxConfig {
+func podConfig(t testing.TB, name string) *runtimeapi.PodSandboxConfig {
 	return &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Uid: name + "-uid", Namespace: "winnode"},
 		Hostname:     name,
