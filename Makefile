@@ -5,10 +5,11 @@ GO ?= go
 BIN := bin
 COMMANDS := containerd-shim-runhcs-v1 containerd-wcow-snapshotter hcsemu shimdiag
 E2E_TIMEOUT ?= 30m
-# Packages with unit tests: everything but the end-to-end suites, plus the harness's own unit tests.
-UNIT_PKGS = $(shell $(GO) list ./... | grep -vE '/test/(e2e|soak)') ./test/e2e/harness
+# Packages with unit tests: everything but the end-to-end suites (test/winnode's runs in make
+# test-winnode), plus the harness's own unit tests.
+UNIT_PKGS = $(shell $(GO) list ./... | grep -vE '/test/(e2e|soak|winnode)') ./test/e2e/harness
 
-.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 soak demo lint proto proto-check cross tools deps check clean
+.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 soak test-winnode demo lint proto proto-check cross tools deps check clean
 
 all: build
 
@@ -36,6 +37,10 @@ e2e-2 e2e-1.7: e2e-%: build
 ## RUNHCS_SOAK=long for the long one, see hack/soak.sh)
 soak:
 	bash hack/soak.sh
+
+## test-winnode: the CRI suite (test/cri, kubelet's CRI client) against an emulated Windows node, containerd 2.4.2's Windows build under Wine (root; hack/winnode.sh test)
+test-winnode:
+	bash hack/winnode.sh test --root /tmp/runhcs-winnode-test
 
 ## demo: the README's first command
 demo:

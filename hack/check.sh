@@ -11,6 +11,8 @@
 #   real computecore bindings among them)                                make test-windows
 #   containerd 2.x's and 1.7's Windows builds under Wine run the test
 #   image with the Windows-built shim (both snapshotters)              make test-wine-containerd
+#   the CRI suite (kubelet's CRI client) against an emulated Windows
+#   node: containerd 2.4.2's Windows build, its CRI, under Wine        make test-winnode
 #   end-to-end suites against containerd 2.x and 1.7                     make e2e
 #   the soak and fault suite, CI variant, containerd 2.x and 1.7         make soak
 #
@@ -55,6 +57,7 @@ step unit-tests make test
 step fuzz make fuzz
 step test-windows make test-windows
 step test-wine-containerd make test-wine-containerd
+step test-winnode make test-winnode
 step e2e-containerd-2 make e2e-2
 step e2e-containerd-1.7 make e2e-1.7
 step soak make soak

@@ -455,6 +455,10 @@ func (l *linuxNet) close() error {
 	return nil
 }
 
+// InHostNetns runs fn on a thread in the emulated host's network namespace of the daemon using
+// root: sockets fn makes stay in that namespace (the emulated Windows node's listeners).
+func InHostNetns(root string, fn func() error) error { return inNetns(HostNetnsPath(root), fn) }
+
 // ExecInHostNetns replaces the calling program with argv run in the emulated host's network
 // namespace of the daemon using root (`hcsemu hostns`). It returns only on failure.
 func ExecInHostNetns(root string, argv []string) error {

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# hack/winnode.sh runs an emulated Windows Kubernetes node (test/winnode; README "An emulated
+# Windows node"): containerd 2.4.2's Windows build with its CRI plugin, runhcs's shim and
+# snapshotter and win-bridge under Wine, hcsemu as the host's HCS, HNS and storage filter, and a
+# loopback registry with the Windows-format test images. As root.
+#
+#   hack/winnode.sh up [--root DIR] [--containerd 2] [--snapshotter wcow|windows]
+#   hack/winnode.sh down [--root DIR]
+#   hack/winnode.sh run [--root DIR] PROGRAM ARGS…
+#   hack/winnode.sh test [--root DIR] [--snapshotter wcow|windows] [go test flags…]
+#
+# up builds what is missing (cached in $RUNHCS_CACHE), starts the node and prints its
+# environment (also in DIR/node.env). DIR defaults to /tmp/runhcs-winnode. test brings a node up,
+# runs the CRI suite (test/cri, a Windows test binary) in it, checks that down cleans up after a
+# crash (test/winnode TestDownAfterCrash) and takes it down (make test-winnode).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${ROOT}"
+cmd="${1:-}"
+[[ $# -gt 0 ]] && shift
+dir=/tmp/runhcs-winnode
+args=()
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--root) dir="$2"; shift 2 ;;
+	--containerd | --snapshotter) args+=("$1" "$2"); shift 2 ;;
+	*) break ;;
+	esac
+done
+case "${cmd}" in
+up)
+	t0=$(date +%s.%N)
+	echo "winnode: building (cached after the first run)" >&2
+	bash hack/wine/setup.sh
+	bash hack/tools.sh containerd-windows
+	bash hack/tools.sh cni
+	mkdir -p "${dir}/bin"
+	GOOS=windows CGO_ENABLED=0 go build -o "${dir}/bin/" ./cmd/containerd-shim-runhcs-v1 ./cmd/containerd-wcow-snapshotter
+	CGO_ENABLED=0 go build -o "${dir}/bin/" ./cmd/hcsemu ./test/winnode
+	CGO_ENABLED=0 go build -o "${dir}/bin/workload" ./test/workload
+	for t in containerd.exe ctr.exe win-bridge.exe host-local.exe; do cp "$(bash hack/tools.sh path "${t}")" "${dir}/bin/"; done
+	printf 'winnode: %-34s %7.2fs\n' "build" "$(echo "$(date +%s.%N) - ${t0}" | bc)" >&2
+	# shellcheck source=hack/wine/lib.sh
+	source hack/wine/lib.sh
+	exec "${dir}/bin/winnode" up --root "${dir}" --bin "${dir}/bin" --wine-prefix "${WINE_PREFIX_DIR}" "${args[@]}"
+	;;
+down)
+	[[ -x "${dir}/bin/winnode" ]] || { [[ ! -e "${dir}" ]] && exit 0; go build -o "${dir}/bin/" ./test/winnode; }
+	# down removes the folder, its own binary included: run a copy.
+	tmp="$(mktemp /tmp/winnode-down.XXXXXX)"
+	cp "${dir}/bin/winnode" "${tmp}"
+	chmod +x "${tmp}"
+	rc=0
+	"${tmp}" down --root "${dir}" || rc=$?
+	rm -f "${tmp}"
+	exit "${rc}"
+	;;
+test)
+	bash "$0" down --root "${dir}"
+	trap 'bash "$0" down --root "${dir}"' EXIT
+	bash "$0" up --root "${dir}" "${args[@]}" >/dev/null
+	GOOS=windows CGO_ENABLED=0 go test -c -o "${dir}/bin/cri.test.exe" ./test/cri
+	t0=$(date +%s.%N)
+	rc=0
+	"${dir}/bin/winnode" run --root "${dir}" -- "${dir}/bin/cri.test.exe" -test.v -test.count=1 -test.timeout 15m "$@" || rc=$?
+	printf 'winnode: %-34s %7.2fs\n' "CRI suite" "$(echo "$(date +%s.%N) - ${t0}" | bc)" >&2
+	# down after a crash of containerd.exe or hcsemu leaves nothing (nodes of their own).
+	# shellcheck source=hack/wine/lib.sh
+	source hack/wine/lib.sh
+	RUNHCS_WINNODE_BIN="${dir}/bin" RUNHCS_WINNODE_PREFIX="${WINE_PREFIX_DIR}" \
+		go test -count=1 -v -timeout 10m -run TestDownAfterCrash ./test/winnode || rc=$?
+	exit "${rc}"
+	;;
+run)
+	exec "${dir}/bin/winnode" run --root "${dir}" -- "$@"
+	;;
+*)
+	echo "usage: $0 up|down|run|test [--root DIR] …" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,26 @@
+//go:build linux
+
+// Command winnode runs an emulated Windows Kubernetes node on Linux (issue 13): the Windows build
+// of containerd (containerd.exe, pinned 2.4.2) with its CRI plugin, the Windows builds of this
+// project's shim and snapshotter and of the CNI plugin win-bridge, all under Wine with a private
+// prefix whose stand-in DLLs (hack/wine) forward HCS, HNS and storage calls to hcsemu, which runs
+// underneath as the Windows host's services. A loopback-only OCI registry (go-containerregistry's
+// registry package) holds the Windows-format test images and is every registry's mirror.
+//
+//	winnode up   --root DIR --bin BINDIR [--snapshotter wcow|windows]   start the node, print node.env
+//	winnode down --root DIR                                            stop it, leave nothing
+//	winnode run  --root DIR -- PROGRAM ARGS…                           run a program inside the node
+//
+// hack/winnode.sh builds what the node needs and calls this command; see the README's "An
+// emulated Windows node".
+//
+// Process model: `up` starts `winnode serve` detached (its own session) and waits until it
+// reports ready in DIR/node.env, or fails. serve owns every part: hcsemu (a child, in the
+// machine's network namespace, serving its unix socket and loopback TCP for the stand-in DLLs),
+// then, in the emulated host's network namespace (hcsemu's <root>/netns/host, where a Windows
+// host's processes see its vSwitch), a relay of hcsemu's TCP port (so the DLLs of processes there
+// reach hcsemu at the same address), the registry and containerd.exe with its wineserver. On
+// SIGTERM it stops them in reverse order. `down` signals serve and then sweeps whatever a crashed
+// part left (processes, the wineserver, hcsemu's mounts and namespaces through a hcsemu restarted
+// on the same root, the folder).
+package main

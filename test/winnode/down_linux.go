@@ -1,0 +1,211 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// downCmd stops the node at --root and removes everything it made, also when a part of it (or
+// serve itself) crashed: serve is asked to stop; then any process left that belongs to the node
+// is killed, a hcsemu restarted on the emulator's root removes what a dead one left (its mounts,
+// network namespaces and cgroups, as hcsemu does at every start), anything still mounted under
+// the root is unmounted and the folder removed.
+func downCmd(args []string) error {
+	fs := flag.NewFlagSet("down", flag.ExitOnError)
+	root := fs.String("root", "", "the node's folder")
+	fs.Parse(args)
+	if *root == "" || !filepath.IsAbs(*root) {
+		return fmt.Errorf("--root %q: the node's absolute folder is required", *root)
+	}
+	if _, err := os.Stat(*root); os.IsNotExist(err) {
+		return nil // nothing to do: down is idempotent
+	}
+	start := time.Now()
+	if b, err := os.ReadFile(filepath.Join(*root, "serve.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && isServe(pid, *root) {
+			syscall.Kill(pid, syscall.SIGTERM)
+			waitGone(pid, 90*time.Second)
+			syscall.Kill(pid, syscall.SIGKILL) // if it hangs; what it left is swept below
+		}
+	}
+	for _, pid := range processesOf(*root, os.Getpid()) {
+		fmt.Fprintf(os.Stderr, "winnode down: killing process %d left by the node\n", pid)
+		syscall.Kill(pid, syscall.SIGKILL)
+		waitGone(pid, 10*time.Second)
+	}
+	if err := cleanEmulator(*root); err != nil {
+		fmt.Fprintf(os.Stderr, "winnode down: %v\n", err)
+	}
+	for _, m := range mountsUnder(*root) {
+		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
+			fmt.Fprintf(os.Stderr, "winnode down: umount %s: %v\n", m, err)
+		}
+	}
+	if err := os.RemoveAll(*root); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "winnode: down in %.2fs\n", time.Since(start).Seconds())
+	return nil
+}
+
+// cleanEmulator starts hcsemu on the node's emulator root when a previous one left state there
+// (it removes a dead daemon's namespaces and mounts at start) and stops it again.
+func cleanEmulator(root string) error {
+	if _, err := os.Stat(emuRoot(root)); err != nil {
+		return nil
+	}
+	if len(mountsUnder(emuRoot(root))) == 0 {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(root, "hcsemu.path"))
+	if err != nil {
+		return fmt.Errorf("the node's hcsemu: %w", err)
+	}
+	bin := string(b)
+	sock := filepath.Join(root, "cleanup.sock")
+	cmd := exec.Command(bin, "--address", sock, "--root", emuRoot(root))
+	out, err := os.Create(filepath.Join(root, "logs", "hcsemu-cleanup.log"))
+	if err == nil {
+		cmd.Stdout, cmd.Stderr = out, out
+		defer out.Close()
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("hcsemu to clean up: %w", err)
+	}
+	if err := waitFor("hcsemu (clean-up)", cmd, time.Minute, func() bool { _, err := os.Stat(sock); return err == nil }); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return err
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	return cmd.Wait()
+}
+
+// belongs says whether pid is a process of the node at root: its executable, root folder or
+// working folder is under root, an argument is a path inside root, or it runs with the node's
+// Wine prefix.
+func belongs(pid int, root string) bool {
+	dir := fmt.Sprintf("/proc/%d/", pid)
+	under := func(p string) bool { return p == root || strings.HasPrefix(p, root+"/") }
+	for _, l := range []string{"exe", "root", "cwd"} {
+		if p, err := os.Readlink(dir + l); err == nil && under(strings.TrimSuffix(p, " (deleted)")) {
+			return true
+		}
+	}
+	// An argument is a path inside the folder: hcsemu (--root ROOT/emu), also when its binary
+	// lives elsewhere. (Not ROOT itself: the scripts that called down name it.)
+	if cmdline, err := os.ReadFile(dir + "cmdline"); err == nil {
+		for _, a := range bytes.Split(cmdline, []byte{0}) {
+			if strings.HasPrefix(string(a), root+"/") {
+				return true
+			}
+		}
+	}
+	env, err := os.ReadFile(dir + "environ")
+	if err != nil {
+		return false
+	}
+	prefix := []byte("WINEPREFIX=" + filepath.Join(root, "wine", "prefix"))
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if bytes.Equal(kv, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// isServe says whether pid is `winnode serve --root root`.
+func isServe(pid int, root string) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	return len(args) > 3 && args[1] == "serve" && args[2] == "--root" && args[3] == root
+}
+
+// processesOf lists the processes of the node at root, but not self.
+func processesOf(root string, self int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		if belongs(pid, root) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func waitGone(pid int, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(pid, 0); err != nil {
+			return
+		}
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if f := strings.Fields(string(b)); len(f) > 2 && f[2] == "Z" {
+			return // a zombie of someone else's: it holds nothing
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// mountsUnder lists the mount points under dir, deepest first.
+func mountsUnder(dir string) []string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var ms []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		p := unescapeMount(fields[4])
+		if p == dir || strings.HasPrefix(p, dir+"/") {
+			ms = append(ms, p)
+		}
+	}
+	sort.Slice(ms, func(i, j int) bool { return len(ms[i]) > len(ms[j]) })
+	return ms
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space, …).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

@@ -1,0 +1,211 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openhcs/runhcs/internal/hcsemu"
+)
+
+func usage() {
+	fmt.Fprintln(os.Stderr, `usage: winnode up --root DIR --bin BINDIR --wine-prefix PREFIX [--snapshotter windows|wcow]
+       winnode down --root DIR
+       winnode run --root DIR -- PROGRAM [ARGS…]`)
+	os.Exit(2)
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "up":
+		err = upCmd(os.Args[2:])
+	case "serve":
+		err = serveCmd(os.Args[2:])
+	case "down":
+		err = downCmd(os.Args[2:])
+	case "run":
+		err = runCmd(os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "winnode %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+// nodeFlags are the flags up passes on to serve.
+type nodeFlags struct {
+	root, bin, prefix, snapshotter, containerd string
+}
+
+func (f *nodeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.root, "root", "", "the node's folder (required; it must be empty or not exist)")
+	fs.StringVar(&f.bin, "bin", "", "folder with containerd.exe, ctr.exe, containerd-shim-runhcs-v1.exe, containerd-wcow-snapshotter.exe, win-bridge.exe, host-local.exe, hcsemu and workload (the test images' Linux workload)")
+	fs.StringVar(&f.prefix, "wine-prefix", "", "the Wine prefix with the stand-in DLLs (hack/wine/setup.sh) to copy as the node's private prefix")
+	fs.StringVar(&f.snapshotter, "snapshotter", "wcow", "wcow (this project's snapshotter as containerd's proxy plugins) or windows (containerd's built-in)")
+	fs.StringVar(&f.containerd, "containerd", "2", "containerd version: 2 (2.4.2); 1.7 is not supported yet")
+}
+
+func (f *nodeFlags) validate() error {
+	if f.root == "" || !filepath.IsAbs(f.root) {
+		return fmt.Errorf("--root %q: an absolute folder is required", f.root)
+	}
+	if f.bin == "" || f.prefix == "" {
+		return fmt.Errorf("--bin %q and --wine-prefix %q are required", f.bin, f.prefix)
+	}
+	if f.snapshotter != "wcow" && f.snapshotter != "windows" {
+		return fmt.Errorf("--snapshotter %q: want wcow or windows", f.snapshotter)
+	}
+	if f.containerd != "2" {
+		return fmt.Errorf("--containerd %q: only 2 (containerd 2.4.2) is supported yet; 1.7's Windows build is not built", f.containerd)
+	}
+	return nil
+}
+
+func (f *nodeFlags) args() []string {
+	return []string{"--root", f.root, "--bin", f.bin, "--wine-prefix", f.prefix, "--snapshotter", f.snapshotter, "--containerd", f.containerd}
+}
+
+// upCmd starts serve detached and waits for it to be ready (node.env written) or gone.
+func upCmd(args []string) error {
+	var f nodeFlags
+	fs := flag.NewFlagSet("up", flag.ExitOnError)
+	f.register(fs)
+	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the node")
+	fs.Parse(args)
+	if err := f.validate(); err != nil {
+		return err
+	}
+	if entries, err := os.ReadDir(f.root); err == nil && len(entries) > 0 {
+		// Only the script's bin folder may be there already.
+		for _, e := range entries {
+			if filepath.Join(f.root, e.Name()) != filepath.Clean(f.bin) {
+				return fmt.Errorf("--root %s: not empty (%s); is a node running there? (winnode down --root %s)", f.root, e.Name(), f.root)
+			}
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(f.root, "logs"), 0o755); err != nil {
+		return err
+	}
+	// down may need the emulator after a crash, to clean up what it left.
+	if err := os.WriteFile(filepath.Join(f.root, "hcsemu.path"), []byte(filepath.Join(f.bin, "hcsemu")), 0o644); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logf, err := os.Create(filepath.Join(f.root, "logs", "serve.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(self, append([]string{"serve"}, f.args()...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// serve writes each step's timing as it goes, and node.env last.
+	deadline := time.After(*timeout)
+	printed := 0
+	printSteps := func() {
+		b, _ := os.ReadFile(filepath.Join(f.root, "steps"))
+		lines := strings.SplitAfter(string(b), "\n")
+		for ; printed < len(lines) && strings.HasSuffix(lines[printed], "\n"); printed++ {
+			fmt.Fprint(os.Stderr, "winnode: ", lines[printed])
+		}
+	}
+	for {
+		printSteps()
+		if env, err := os.ReadFile(envFile(f.root)); err == nil {
+			fmt.Print(string(env))
+			fmt.Fprintf(os.Stderr, "winnode: up; environment in %s; stop with: hack/winnode.sh down --root %s\n", envFile(f.root), f.root)
+			return nil
+		}
+		select {
+		case err := <-exited:
+			printSteps()
+			return fmt.Errorf("the node failed (%v); its log: %s (winnode down --root %s removes what is left)", err, logf.Name(), f.root)
+		case <-deadline:
+			return fmt.Errorf("the node was not up after %s; its log: %s", *timeout, logf.Name())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func envFile(root string) string { return filepath.Join(root, "node.env") }
+
+// readEnv reads node.env's export lines.
+func readEnv(root string) (map[string]string, error) {
+	f, err := os.Open(envFile(root))
+	if err != nil {
+		return nil, fmt.Errorf("no node at %s (is it up?): %w", root, err)
+	}
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "export ")
+		if !ok {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		env[k] = unquote(v)
+	}
+	return env, sc.Err()
+}
+
+// runCmd runs PROGRAM with the node's environment in the emulated host's network namespace,
+// a Windows .exe under the node's Wine loader. It replaces this process, so the program's exit
+// status is the command's.
+func runCmd(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	root := fs.String("root", "", "the node's folder")
+	fs.Parse(args)
+	if *root == "" || fs.NArg() == 0 {
+		usage()
+	}
+	env, err := readEnv(*root)
+	if err != nil {
+		return err
+	}
+	for k, v := range env {
+		os.Setenv(k, v)
+	}
+	argv := fs.Args()
+	if strings.HasSuffix(strings.ToLower(argv[0]), ".exe") {
+		argv = append([]string{env["WINE64"]}, argv...)
+	}
+	return hcsemu.ExecInHostNetns(emuRoot(*root), argv)
+}
+
+func emuRoot(root string) string { return filepath.Join(root, "emu") }
+
+// shellQuote quotes s for a POSIX shell's single quotes.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func unquote(s string) string {
+	if len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'' {
+		return strings.ReplaceAll(s[1:len(s)-1], `'\''`, "'")
+	}
+	return s
+}

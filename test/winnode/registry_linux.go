@@ -1,0 +1,162 @@
+//go:build linux
+
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/openhcs/runhcs/internal/hcsemu"
+	"github.com/openhcs/runhcs/test/image"
+)
+
+// Images the registry holds from the start, by repository path (any registry name resolves to
+// the node's registry, so registry.k8s.io/pause:3.10.2 is pause:3.10.2 there).
+var (
+	// TestImage is the default test image (test/image.Default).
+	TestImage = "runhcs/test:latest"
+	// PauseImage is containerd 2.4's default sandbox image's path: its Cmd waits.
+	PauseImage = "pause:3.10.2"
+)
+
+// startRegistry serves go-containerregistry's registry (it accepts pushes) on a loopback port of
+// the emulated host's namespace and pushes the test images into it.
+func (n *node) startRegistry(ctx context.Context) (string, error) {
+	l, err := n.listenInHost("127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	logf, err := os.Create(n.path("logs", "registry.log"))
+	if err != nil {
+		return "", err
+	}
+	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(logf, "", log.LstdFlags)))}
+	go srv.Serve(l)
+	addr := l.Addr().String()
+	workload, err := os.ReadFile(filepath.Join(n.bin, "workload"))
+	if err != nil {
+		return "", err
+	}
+	test := image.Default(workload)
+	pause := image.Default(workload)
+	pause.Cmd = []string{image.WorkloadPath, "sleep", "31536000"} // a year: until the pod stops
+	// The push dials in the host namespace, as every client of the registry does.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = func(ctx context.Context, network, a string) (net.Conn, error) {
+		var c net.Conn
+		err := hcsemu.InHostNetns(emuRoot(n.root), func() (err error) {
+			c, err = (&net.Dialer{}).DialContext(ctx, network, a)
+			return err
+		})
+		return c, err
+	}
+	for repo, img := range map[string]*image.Image{TestImage: test, PauseImage: pause} {
+		if err := push(ctx, tr, addr+"/"+repo, img); err != nil {
+			return "", fmt.Errorf("push %s: %w", repo, err)
+		}
+	}
+	return addr, nil
+}
+
+// push uploads img (the OCI archive test/image writes) to ref, REGISTRY/REPO:TAG, with the
+// distribution API's monolithic blob upload and a manifest PUT.
+func push(ctx context.Context, tr http.RoundTripper, ref string, img *image.Image) error {
+	var buf bytes.Buffer
+	if err := img.WriteOCI(&buf); err != nil {
+		return err
+	}
+	files := map[string][]byte{}
+	t := tar.NewReader(&buf)
+	for {
+		h, err := t.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if h.Typeflag == tar.TypeReg {
+			if files[h.Name], err = io.ReadAll(t); err != nil {
+				return err
+			}
+		}
+	}
+	blob := func(d digest.Digest) ([]byte, error) {
+		b, ok := files["blobs/"+d.Algorithm().String()+"/"+d.Encoded()]
+		if !ok {
+			return nil, fmt.Errorf("blob %s not in the archive", d)
+		}
+		return b, nil
+	}
+	var index ocispec.Index
+	if err := json.Unmarshal(files["index.json"], &index); err != nil || len(index.Manifests) != 1 {
+		return fmt.Errorf("index.json: want one manifest: %v", err)
+	}
+	mdesc := index.Manifests[0]
+	mb, err := blob(mdesc.Digest)
+	if err != nil {
+		return err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(mb, &m); err != nil {
+		return err
+	}
+	host, rest, _ := strings.Cut(ref, "/")
+	repo, tag, _ := strings.Cut(rest, ":")
+	c := &http.Client{Transport: tr}
+	do := func(method, url, ctype string, body []byte, want int) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		msg, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			return nil, fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, msg)
+		}
+		return resp, nil
+	}
+	for _, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
+		b, err := blob(d.Digest)
+		if err != nil {
+			return err
+		}
+		resp, err := do(http.MethodPost, "http://"+host+"/v2/"+repo+"/blobs/uploads/", "", nil, http.StatusAccepted)
+		if err != nil {
+			return err
+		}
+		loc, err := resp.Location()
+		if err != nil {
+			return err
+		}
+		q := loc.Query()
+		q.Set("digest", d.Digest.String())
+		loc.RawQuery = q.Encode()
+		if _, err := do(http.MethodPut, loc.String(), "application/octet-stream", b, http.StatusCreated); err != nil {
+			return err
+		}
+	}
+	_, err = do(http.MethodPut, "http://"+host+"/v2/"+repo+"/manifests/"+tag, mdesc.MediaType, mb, http.StatusCreated)
+	return err
+}

@@ -1,0 +1,433 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/openhcs/runhcs/internal/atomicfile"
+	"github.com/openhcs/runhcs/internal/hcsemu"
+	"github.com/openhcs/runhcs/internal/hcsemu/client"
+	"github.com/openhcs/runhcs/internal/hns"
+	"github.com/openhcs/runhcs/internal/hns/hcn"
+)
+
+const (
+	// Pipe is containerd's default pipe on Windows. The node's wineserver is its own (a private
+	// prefix), so the name is private to the node.
+	Pipe      = `\\.\pipe\containerd-containerd`
+	wcowPipe  = `\\.\pipe\containerd-wcow-snapshotter`
+	wine64    = "/usr/lib/wine/wine64"
+	wineSrv   = "/usr/lib/wine/wineserver"
+	network   = "winnode"
+	subnet    = "10.250.0.0/24"
+	gateway   = "10.250.0.2" // win-bridge takes .2 of an L2Bridge subnet as its gateway
+	hostBuild = "10.0.20348.1"
+)
+
+// node is what serve runs.
+type node struct {
+	nodeFlags
+	env   []string   // the Wine environment of every Windows process of the node
+	tcp   string     // hcsemu's TCP address, the same in both namespaces
+	mu    sync.Mutex // guards procs: stop may run while up still starts parts
+	procs []*exec.Cmd
+	lns   []net.Listener
+	steps *os.File
+}
+
+func serveCmd(args []string) error {
+	var n node
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	n.register(fs)
+	fs.Parse(args)
+	if err := n.validate(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := os.WriteFile(filepath.Join(n.root, "serve.pid"), []byte(fmt.Sprint(os.Getpid())), 0o644); err != nil {
+		return err
+	}
+	var err error
+	if n.steps, err = os.Create(filepath.Join(n.root, "steps")); err != nil {
+		return err
+	}
+	defer n.steps.Close()
+	// up runs beside the signal wait: a SIGTERM while a step hangs stops the node too (the
+	// step's processes die with it).
+	upErr := make(chan error, 1)
+	go func() { upErr <- n.up(ctx) }()
+	select {
+	case err = <-upErr:
+		if err == nil {
+			<-ctx.Done()
+		}
+	case <-ctx.Done():
+	}
+	n.stop()
+	return err
+}
+
+// step runs one step of bringing the node up and records how long it took.
+func (n *node) step(name string, fn func() error) error {
+	start := time.Now()
+	err := fn()
+	status := "ok"
+	if err != nil {
+		status = "FAILED: " + err.Error()
+	}
+	fmt.Fprintf(n.steps, "%-34s %7.2fs %s\n", name, time.Since(start).Seconds(), status)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// win is a Linux path as Wine's Z: drive shows it.
+func win(p string) string { return `Z:` + strings.ReplaceAll(p, "/", `\`) }
+
+func (n *node) path(elem ...string) string {
+	return filepath.Join(append([]string{n.root}, elem...)...)
+}
+
+func (n *node) up(ctx context.Context) error {
+	start := time.Now()
+	prefix := n.path("wine", "prefix")
+	n.env = append(os.Environ(), "WINEPREFIX="+prefix, "WINEARCH=win64", "WINEDEBUG=-all", "DISPLAY=",
+		"WINEDLLOVERRIDES=mscoree=;mshtml=", "HCSEMU_TCP_KEY_FILE="+n.path("hcsemu.key"))
+	if err := n.step("hcsemu (HCS, HNS, storage)", n.startHCSEmu); err != nil {
+		return err
+	}
+	n.env = append(n.env, "HCSEMU_TCP_ADDRESS="+n.tcp)
+	if err := n.step("hcsemu relay into the host netns", n.relayHCSEmu); err != nil {
+		return err
+	}
+	if err := n.step("private Wine prefix", func() error { return n.makePrefix(prefix) }); err != nil {
+		return err
+	}
+	var registryAddr string
+	if err := n.step("registry with the test images", func() (err error) { registryAddr, err = n.startRegistry(ctx); return err }); err != nil {
+		return err
+	}
+	if err := n.step("HNS network and CNI config", func() error { return n.network(ctx) }); err != nil {
+		return err
+	}
+	if err := n.step("containerd.exe", func() error { return n.startContainerd(ctx, registryAddr) }); err != nil {
+		return err
+	}
+	fmt.Fprintf(n.steps, "%-34s %7.2fs\n", "node up", time.Since(start).Seconds())
+	var b strings.Builder
+	for _, kv := range [][2]string{
+		{"WINEPREFIX", prefix}, {"WINE64", wine64}, {"WINEARCH", "win64"}, {"WINEDEBUG", "-all"},
+		{"WINEDLLOVERRIDES", "mscoree=;mshtml="}, {"HCSEMU_TCP_ADDRESS", n.tcp}, {"HCSEMU_TCP_KEY_FILE", n.path("hcsemu.key")},
+		{"RUNHCS_NODE_PIPE", Pipe}, {"RUNHCS_NODE_REGISTRY", registryAddr}, {"RUNHCS_NODE_ROOT", n.root},
+	} {
+		fmt.Fprintf(&b, "export %s=%s\n", kv[0], shellQuote(kv[1]))
+	}
+	return atomicfile.WriteFile(envFile(n.root), []byte(b.String()), 0o644)
+}
+
+// makePrefix copies the prepared prefix and makes it report Windows Server 2022 (build 20348),
+// the emulated host's build (hcsemu's --os-version): containerd's CRI matches image platforms
+// against the build the host reports (containerd/platforms' Windows matcher), and Debian's Wine
+// reports Windows 7 by default. Wine 8 reads the version from these registry values when no
+// Wine "Version" is set (observed: `cmd /c ver` then prints 10.0.20348).
+func (n *node) makePrefix(prefix string) error {
+	if err := os.MkdirAll(filepath.Dir(prefix), 0o755); err != nil {
+		return err
+	}
+	if out, err := exec.Command("cp", "-a", n.prefix, prefix).CombinedOutput(); err != nil {
+		return fmt.Errorf("copy %s: %w: %s", n.prefix, err, out)
+	}
+	reg := "Windows Registry Editor Version 5.00\r\n\r\n" +
+		"[HKEY_LOCAL_MACHINE\\Software\\Microsoft\\Windows NT\\CurrentVersion]\r\n" +
+		"\"CurrentVersion\"=\"10.0\"\r\n\"CurrentBuildNumber\"=\"20348\"\r\n\"CurrentBuild\"=\"20348\"\r\n" +
+		"\"CurrentMajorVersionNumber\"=dword:0000000a\r\n\"CurrentMinorVersionNumber\"=dword:00000000\r\n" +
+		"\"CSDVersion\"=\"\"\r\n\"ProductName\"=\"Windows Server 2022 Datacenter\"\r\n\r\n" +
+		"[HKEY_LOCAL_MACHINE\\System\\CurrentControlSet\\Control\\ProductOptions]\r\n\"ProductType\"=\"ServerNT\"\r\n"
+	regFile := n.path("wine", "version.reg")
+	if err := os.WriteFile(regFile, []byte(reg), 0o644); err != nil {
+		return err
+	}
+	// The prefix's own wineserver, kept running (-p) until stop kills it.
+	// It goes to the background itself: no pipe of ours may be its output, or waiting for the
+	// command would wait for the server. It runs in the emulated host's network namespace: Wine
+	// (since 6) makes a Windows program's sockets in the wineserver, so that is where the node's
+	// Windows processes reach the network (the registry, pods, hcsemu through the relay).
+	srv := exec.Command(filepath.Join(n.bin, "hcsemu"), "hostns", "--root", emuRoot(n.root), "--", wineSrv, "-p")
+	srv.Env = n.env
+	if err := srv.Run(); err != nil {
+		return fmt.Errorf("wineserver -p: %w", err)
+	}
+	cmd := exec.Command(wine64, "regedit", "/S", win(regFile))
+	cmd.Env = n.env
+	return n.runLogged("regedit", cmd)
+}
+
+// runLogged runs a command to its end with its output in logs/NAME.log. Never a pipe for a Wine
+// program: the services Wine starts for it (winedevice.exe) inherit it and outlive it, and a
+// wait for the pipe's end would wait for them.
+func (n *node) runLogged(name string, cmd *exec.Cmd) error {
+	f, err := os.Create(n.path("logs", name+".log"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w (see %s)", name, err, f.Name())
+	}
+	return nil
+}
+
+// start starts a part of the node with its output in logs/NAME.log.
+func (n *node) start(name string, cmd *exec.Cmd) error {
+	f, err := os.Create(n.path("logs", name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return err
+	}
+	f.Close()
+	n.mu.Lock()
+	n.procs = append(n.procs, cmd)
+	n.mu.Unlock()
+	return nil
+}
+
+// waitFor polls cond until it holds, the process exits or the timeout passes.
+func waitFor(what string, cmd *exec.Cmd, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if cmd != nil && cmd.ProcessState == nil {
+			var ws syscall.WaitStatus
+			if pid, _ := syscall.Wait4(cmd.Process.Pid, &ws, syscall.WNOHANG, nil); pid == cmd.Process.Pid {
+				return fmt.Errorf("%s: the process exited (%v)", what, ws)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not ready after %s", what, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
+func (n *node) startHCSEmu() error {
+	tcpFile := n.path("hcsemu.tcp")
+	cmd := exec.Command(filepath.Join(n.bin, "hcsemu"), "--address", n.path("hcsemu.sock"), "--root", emuRoot(n.root),
+		"--os-version", hostBuild, "--tcp-address", "127.0.0.1:0", "--tcp-address-file", tcpFile, "--tcp-key-file", n.path("hcsemu.key"))
+	if err := n.start("hcsemu", cmd); err != nil {
+		return err
+	}
+	if err := waitFor("hcsemu", cmd, time.Minute, func() bool {
+		b, err := os.ReadFile(tcpFile)
+		n.tcp = strings.TrimSpace(string(b))
+		return err == nil && n.tcp != ""
+	}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// listenInHost listens on addr in the emulated host's network namespace.
+func (n *node) listenInHost(addr string) (net.Listener, error) {
+	var l net.Listener
+	err := hcsemu.InHostNetns(emuRoot(n.root), func() (err error) {
+		l, err = net.Listen("tcp", addr)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.lns = append(n.lns, l)
+	return l, nil
+}
+
+// relayHCSEmu makes hcsemu's TCP address answer in the host namespace too, where the node's
+// Windows processes run: their stand-in DLLs dial HCSEMU_TCP_ADDRESS (loopback). The bytes are
+// copied as they are; the key check stays hcsemu's.
+func (n *node) relayHCSEmu() error {
+	l, err := n.listenInHost(n.tcp)
+	if err != nil {
+		return err
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("tcp", n.tcp)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				var wg sync.WaitGroup
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					io.Copy(up, c)
+					up.(*net.TCPConn).CloseWrite()
+				}()
+				io.Copy(c, up)
+				c.(*net.TCPConn).CloseWrite()
+				wg.Wait()
+			}()
+		}
+	}()
+	return nil
+}
+
+// network makes the node's HNS network (an L2Bridge, as win-bridge wants it) and the CNI
+// configuration containerd's CRI reads: win-bridge in its ApiVersion 2 mode (HCN namespaces,
+// containerd's order of calls; the README's "Networking under the emulator").
+func (n *node) network(ctx context.Context) error {
+	api, err := client.DialHNS(n.path("hcsemu.sock"))
+	if err != nil {
+		return err
+	}
+	defer api.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := hns.NewClient(api).CreateNetwork(ctx, &hcn.HostComputeNetwork{
+		Name: network, Type: hcn.L2Bridge,
+		Ipams: []hcn.Ipam{{Type: "Static", Subnets: []hcn.Subnet{{
+			IpAddressPrefix: subnet,
+			Routes:          []hcn.Route{{NextHop: gateway, DestinationPrefix: "0.0.0.0/0"}},
+		}}}},
+	}); err != nil {
+		return err
+	}
+	binDir, confDir := n.path("cni", "bin"), n.path("cni", "conf")
+	for _, d := range []string{binDir, confDir, n.path("cni", "ipam")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, exe := range []string{"win-bridge.exe", "host-local.exe"} {
+		if err := os.Link(filepath.Join(n.bin, exe), filepath.Join(binDir, exe)); err != nil {
+			return err
+		}
+	}
+	conf, err := json.MarshalIndent(map[string]any{
+		"cniVersion": "1.0.0", "name": network, "type": "win-bridge", "apiVersion": 2,
+		"ipMasqNetwork": "10.250.0.0/16",
+		"capabilities":  map[string]any{"portMappings": true},
+		"ipam": map[string]any{
+			"type": "host-local", "dataDir": win(n.path("cni", "ipam")),
+			"ranges": []any{[]any{map[string]any{"subnet": subnet, "rangeStart": "10.250.0.10", "rangeEnd": "10.250.0.250"}}},
+		},
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(confDir, "10-winnode.conf"), conf, 0o644)
+}
+
+// wine runs a Windows program of the node in the host namespace (hcsemu hostns).
+func (n *node) wine(args ...string) *exec.Cmd {
+	argv := append([]string{"hostns", "--root", emuRoot(n.root), "--", wine64}, args...)
+	cmd := exec.Command(filepath.Join(n.bin, "hcsemu"), argv...)
+	cmd.Env = n.env
+	return cmd
+}
+
+func (n *node) startContainerd(ctx context.Context, registry string) error {
+	hosts := n.path("certs.d", "_default")
+	if err := os.MkdirAll(hosts, 0o755); err != nil {
+		return err
+	}
+	// Every registry name resolves and pulls from the node's registry (containerd's hosts
+	// directory; _default applies to any host without a folder of its own).
+	if err := os.WriteFile(filepath.Join(hosts, "hosts.toml"), []byte(fmt.Sprintf(
+		"[host.\"http://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", registry)), 0o644); err != nil {
+		return err
+	}
+	cfg := ContainerdConfig(ConfigOptions{
+		Root: win(n.path("containerd", "root")), State: win(n.path("containerd", "state")),
+		Snapshotter: n.snapshotter, CNIBin: win(n.path("cni", "bin")), CNIConf: win(n.path("cni", "conf")),
+		Hosts: win(n.path("certs.d")),
+	})
+	cfgPath := n.path("containerd.toml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	if n.snapshotter == "wcow" {
+		snap := n.wine(filepath.Join(n.bin, "containerd-wcow-snapshotter.exe"), "--address", wcowPipe,
+			"--root", win(n.path("wcow")), "--containerd-address", Pipe)
+		if err := n.start("snapshotter", snap); err != nil {
+			return err
+		}
+	}
+	cmd := n.wine(filepath.Join(n.bin, "containerd.exe"), "--config", win(cfgPath), "--log-level", "debug")
+	if err := n.start("containerd", cmd); err != nil {
+		return err
+	}
+	ctr := filepath.Join(n.bin, "ctr.exe")
+	return waitFor("containerd.exe", cmd, 2*time.Minute, func() bool {
+		return n.runLogged("ctr-version", n.wine(ctr, "--address", Pipe, "--timeout", "10s", "version")) == nil
+	})
+}
+
+// stop stops the parts in reverse order: the Windows processes (the wineserver kills every
+// process of the prefix), the listeners, then hcsemu (which removes its compute systems,
+// mounts and namespaces on SIGTERM).
+func (n *node) stop() {
+	k := exec.Command(wineSrv, "-k")
+	k.Env = n.env
+	k.Run()
+	n.mu.Lock()
+	procs := append([]*exec.Cmd(nil), n.procs...)
+	n.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		p := procs[i]
+		p.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { p.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			p.Process.Kill()
+			<-done
+		}
+	}
+	for _, l := range n.lns {
+		l.Close()
+	}
+	if err := n.wineserverGone(); err != nil {
+		fmt.Fprintln(os.Stderr, "winnode:", err)
+	}
+}
+
+// wineserverGone waits until the prefix's wineserver has exited.
+func (n *node) wineserverGone() error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if len(processesOf(n.root, os.Getpid())) == 0 {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.New("processes of the node are still running after 30s")
+}
