@@ -75,6 +75,35 @@ func TestRunAsUsername(t *testing.T) {
 	}
 }
 
+// userImage is the node's test image with ContainerUser as its default user (test/winnode
+// UserImage).
+const userImage = "docker.io/runhcs/test-containeruser:latest"
+
+// TestImageUser: with no RunAsUsername the image's default user (image config User) applies, as
+// containerd's CRI starts from it (buildWindowsSpec); RunAsUsername overrides it.
+func TestImageUser(t *testing.T) {
+	n := connect(t)
+	pod, podCfg := runPod(t, n, "pod-image-user")
+	for _, tc := range []struct {
+		runAs string
+		want  []string
+	}{
+		{"", []string{" stdout F user=User Manager\\ContainerUser\n", " stdout F uid=1000 gid=545\n"}},
+		{"ContainerAdministrator", []string{" stdout F user=User Manager\\ContainerAdministrator\n", " stdout F uid=0 gid=0\n"}},
+	} {
+		cfg := asUser(tc.runAs, "image-user"+strings.ToLower(tc.runAs), "whoami")
+		cfg.Image = &runtimeapi.ImageSpec{Image: userImage}
+		id := startContainer(t, n, pod, podCfg, cfg)
+		s := waitExited(t, n, id)
+		log := readLog(t, podCfg, cfg)
+		for _, want := range tc.want {
+			if s.GetExitCode() != 0 || !strings.Contains(log, want) {
+				t.Errorf("whoami in %s, RunAsUsername %q: exit code %d, log %q; want %q", userImage, tc.runAs, s.GetExitCode(), log, want)
+			}
+		}
+	}
+}
+
 // TestExecSyncUser: CRI has no per-exec user (ExecSyncRequest carries only the command and a
 // timeout), and containerd's CRI runs an exec with the container spec's process, user included
 // (internal/cri/server container_execsync.go execInternal copies spec.Process). So what CRI
