@@ -123,8 +123,13 @@ func (l Layer) tar(mtime time.Time) ([]byte, error) {
 
 // defaultSD is the base64 of a self-relative SECURITY_DESCRIPTOR (MS-DTYP 2.4.6) that every
 // entry carries as MSWINDOWS.rawsd: owner BUILTIN\Administrators, group NT AUTHORITY\SYSTEM and a
-// DACL that grants Everyone full access. Real layers carry the file's own descriptor; tests need
-// a well-formed one, not a particular one.
+// DACL that, as a Windows base image's system folders do, lets only administrators write:
+// BUILTIN\Administrators and NT AUTHORITY\SYSTEM full access, everyone else read and execute
+// (a base image grants that to BUILTIN\Users; Everyone here, which for a container's accounts is
+// the same). Where the layer is imported through the backup APIs (under Wine: hack/wine
+// winebackup.c applies the descriptor, and Wine turns its DACL into the file's mode) this is what
+// keeps ContainerUser from writing there, as hcsemu's own importer does by writing layers as root
+// (internal/hcsemu doc.go "Users").
 var defaultSD = base64.StdEncoding.EncodeToString(selfRelativeSD())
 
 func selfRelativeSD() []byte {
@@ -141,14 +146,21 @@ func selfRelativeSD() []byte {
 	system := sid(5, 18)      // S-1-5-18
 	world := sid(1, 0)        // S-1-1-0
 
-	// One ACCESS_ALLOWED_ACE (type 0, flags 0) with FILE_ALL_ACCESS (0x001F01FF).
-	ace := []byte{0, 0, 0, 0}
-	ace = binary.LittleEndian.AppendUint32(ace, 0x001F01FF)
-	ace = append(ace, world...)
-	binary.LittleEndian.PutUint16(ace[2:], uint16(len(ace)))
+	// ACCESS_ALLOWED_ACEs (type 0, flags 0) with FILE_ALL_ACCESS (0x001F01FF) or
+	// FILE_GENERIC_READ|FILE_GENERIC_EXECUTE (0x001200A9).
+	ace := func(mask uint32, sid []byte) []byte {
+		a := []byte{0, 0, 0, 0}
+		a = binary.LittleEndian.AppendUint32(a, mask)
+		a = append(a, sid...)
+		binary.LittleEndian.PutUint16(a[2:], uint16(len(a)))
+		return a
+	}
+	aces := [][]byte{ace(0x001F01FF, admins), ace(0x001F01FF, system), ace(0x001200A9, world)}
 	// ACL header: revision 2, pad, size, ACE count, pad.
-	acl := []byte{2, 0, 0, 0, 1, 0, 0, 0}
-	acl = append(acl, ace...)
+	acl := []byte{2, 0, 0, 0, byte(len(aces)), 0, 0, 0}
+	for _, a := range aces {
+		acl = append(acl, a...)
+	}
 	binary.LittleEndian.PutUint16(acl[2:], uint16(len(acl)))
 
 	const headerSize = 20

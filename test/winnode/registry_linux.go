@@ -31,6 +31,9 @@ var (
 	TestImage = "runhcs/test:latest"
 	// PauseImage is containerd 2.4's default sandbox image's path: its Cmd waits.
 	PauseImage = "pause:3.10.2"
+	// UserImage is TestImage with ContainerUser as its default user (image config User), as
+	// nanoserver's is.
+	UserImage = "runhcs/test-containeruser:latest"
 )
 
 // startRegistry serves go-containerregistry's registry (it accepts pushes) on a loopback port of
@@ -54,6 +57,8 @@ func (n *node) startRegistry(ctx context.Context) (string, error) {
 	test := image.Default(workload)
 	pause := image.Default(workload)
 	pause.Cmd = []string{image.WorkloadPath, "sleep", "31536000"} // a year: until the pod stops
+	user := image.Default(workload)
+	user.User = "ContainerUser"
 	// The push dials in the host namespace, as every client of the registry does.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = func(ctx context.Context, network, a string) (net.Conn, error) {
@@ -64,7 +69,7 @@ func (n *node) startRegistry(ctx context.Context) (string, error) {
 		})
 		return c, err
 	}
-	for repo, img := range map[string]*image.Image{TestImage: test, PauseImage: pause} {
+	for repo, img := range map[string]*image.Image{TestImage: test, PauseImage: pause, UserImage: user} {
 		if err := push(ctx, tr, addr+"/"+repo, img); err != nil {
 			return "", fmt.Errorf("push %s: %w", repo, err)
 		}
