@@ -39,8 +39,10 @@ soak:
 	bash hack/soak.sh
 
 ## test-winnode: the CRI suite (test/cri, kubelet's CRI client) against an emulated Windows node, containerd 2.4.2's Windows build under Wine (root; hack/winnode.sh test)
+# A fresh root per run (RUNHCS_WINNODE_ROOT to choose one): `test` takes down whatever node it
+# finds at its root first, so two runs sharing one would break each other.
 test-winnode:
-	bash hack/winnode.sh test --root /tmp/runhcs-winnode-test
+	bash hack/winnode.sh test --root "$${RUNHCS_WINNODE_ROOT:-$$(mktemp -d /tmp/runhcs-winnode-test.XXXXXX)}"
 
 ## demo: the README's first command
 demo:
