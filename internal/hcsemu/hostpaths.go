@@ -18,6 +18,7 @@ import (
 // the client prefix's dosdevices links.
 type hostPaths struct {
 	dosDevices string
+	volumes    map[string]byte // volume GUID (lower case) to drive letter (lower case)
 }
 
 // newHostPaths checks a ClientPaths request's args.
@@ -28,7 +29,18 @@ func newHostPaths(a wire.ClientPathsArgs) (*hostPaths, error) {
 	if err := checkDosDevices(a.DosDevices); err != nil {
 		return nil, err
 	}
-	return &hostPaths{dosDevices: filepath.Clean(a.DosDevices)}, nil
+	hp := &hostPaths{dosDevices: filepath.Clean(a.DosDevices), volumes: map[string]byte{}}
+	for name, drive := range a.Volumes {
+		guid, ok := volumeGUID(name)
+		if !ok {
+			return nil, errorf(computecore.E_INVALIDARG, "volumes: %q is not a volume name (\\\\?\\Volume{GUID}\\)", name)
+		}
+		if len(drive) != 1 || drive[0]|0x20 < 'a' || drive[0]|0x20 > 'z' {
+			return nil, errorf(computecore.E_INVALIDARG, "volumes[%q]: %q is not a drive letter", name, drive)
+		}
+		hp.volumes[guid] = drive[0] | 0x20
+	}
+	return hp, nil
 }
 
 type hostPathsKey struct{}
@@ -48,9 +60,20 @@ func hostPathsOf(ctx context.Context) *hostPaths {
 }
 
 // driveRel splits a drive-absolute Windows path (X:\rest, or \\?\X:\rest) into its drive
-// letter (lower case) and the rest. ok is false for anything else: a Linux path, a volume
-// (\\?\Volume{…}\) or VSMB path, a UNC path, a relative path.
-func driveRel(p string) (drive byte, rest string, ok bool) {
+// letter (lower case) and the rest; with hp, also \\?\Volume{GUID}\rest of one of the client's
+// volumes. ok is false for anything else: a Linux path, another volume (the storage filter's),
+// a VSMB or UNC path, a relative path.
+func (hp *hostPaths) driveRel(p string) (drive byte, rest string, ok bool) {
+	if hp != nil && len(p) > len(`\\?\Volume{}`) {
+		if i := strings.Index(p, "}"); i > 0 {
+			if guid, isVol := volumeGUID(p[:i+1]); isVol {
+				if d, mine := hp.volumes[guid]; mine && (len(p) == i+1 || p[i+1] == '\\') {
+					return d, p[min(i+2, len(p)):], true
+				}
+				return 0, "", false
+			}
+		}
+	}
 	p = strings.TrimPrefix(p, `\\?\`)
 	if len(p) < 3 || p[1] != ':' || (p[2] != '\\' && p[2] != '/') {
 		return 0, "", false
@@ -64,7 +87,8 @@ func driveRel(p string) (drive byte, rest string, ok bool) {
 
 // resolve returns the path on this machine of the host path p in field of a document. A path
 // that is not drive-absolute is returned as it is: a Linux client's path, or a name another
-// part of the emulator resolves (a volume path of the storage filter). X:\rest resolves to
+// part of the emulator resolves (a volume path of the storage filter). X:\rest (and
+// \\?\Volume{GUID}\rest of the client's volume of drive X:) resolves to
 // rest under the folder the client's <dosdevices>/x: link names, as Wine resolves it; without
 // a mapping, on a drive the client's prefix has not, or with a ".." that climbs above the
 // drive's root, it is refused with an error naming field.
@@ -72,7 +96,7 @@ func driveRel(p string) (drive byte, rest string, ok bool) {
 // Assumption: names match as spelled. Wine, like NTFS, would also find a name in another
 // case; the Windows-built shim writes the paths it was given, in their case on disk.
 func (hp *hostPaths) resolve(field, p string) (string, error) {
-	drive, rest, ok := driveRel(p)
+	drive, rest, ok := hp.driveRel(p)
 	if !ok {
 		return p, nil
 	}

@@ -45,7 +45,8 @@ func wineDosDevices(t *testing.T) (dd, driveC, driveZ string) {
 
 func TestHostPathsResolve(t *testing.T) {
 	dd, driveC, driveZ := wineDosDevices(t)
-	hp, err := newHostPaths(wire.ClientPathsArgs{DosDevices: dd})
+	const volC = `\\?\Volume{00000000-0000-0000-0000-000000000043}\`
+	hp, err := newHostPaths(wire.ClientPathsArgs{DosDevices: dd, Volumes: map[string]string{volC: "C"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +65,10 @@ func TestHostPathsResolve(t *testing.T) {
 		{"device prefix", `\\?\C:\data\.\x`, hp, filepath.Join(driveC, "data", "x"), 0, ""},
 		{"dot-dot inside the drive", `C:\a\..\b`, hp, filepath.Join(driveC, "b"), 0, ""},
 		{"drive root", `Z:\`, hp, driveZ, 0, ""},
+		{"the client's volume of drive C (as containerd's CRI plugin names a mount)", volC + `users\root\Temp\m`, hp, filepath.Join(driveC, "users", "root", "Temp", "m"), 0, ""},
+		{"the client's volume of drive C, upper-case GUID, root", `\\?\Volume{00000000-0000-0000-0000-000000000043}`, hp, driveC, 0, ""},
+		{"a volume the client did not name (the storage filter's)", `\\?\Volume{0f3c2a55-07a4-4c56-bd0c-4a3d7a0a5a10}\x`, hp, `\\?\Volume{0f3c2a55-07a4-4c56-bd0c-4a3d7a0a5a10}\x`, 0, ""},
+		{"dot-dot above the root of a volume", volC + `..\..\etc`, hp, "", computecore.E_INVALIDARG, "climbs above the root of drive C:"},
 		{"no mapping given", `Z:\tmp\vol`, nil, "", computecore.E_INVALIDARG, "no drive mapping"},
 		{"drive the prefix has not", `Q:\data`, hp, "", computecore.E_PATH_NOT_FOUND, "drive Q: is not mapped"},
 		{"dot-dot above the root", `C:\..\etc`, hp, "", computecore.E_INVALIDARG, "climbs above the root of drive C:"},
@@ -90,6 +95,16 @@ func TestNewHostPathsRefusesBadFolders(t *testing.T) {
 	for _, dd := range []string{"", "relative/dosdevices", t.TempDir(), filepath.Join(t.TempDir(), "dosdevices")} {
 		if _, err := newHostPaths(wire.ClientPathsArgs{DosDevices: dd}); err == nil {
 			t.Errorf("newHostPaths(%q) accepted it", dd)
+		}
+	}
+	dd, _, _ := wineDosDevices(t)
+	for _, vols := range []map[string]string{
+		{`C:\`: "c"},
+		{`\\?\Volume{00000000-0000-0000-0000-000000000043}\`: "cd"},
+		{`\\?\Volume{00000000-0000-0000-0000-000000000043}\`: "1"},
+	} {
+		if _, err := newHostPaths(wire.ClientPathsArgs{DosDevices: dd, Volumes: vols}); !errors.Is(err, computecore.E_INVALIDARG) {
+			t.Errorf("newHostPaths with volumes %q: %v, want E_INVALIDARG", vols, err)
 		}
 	}
 }

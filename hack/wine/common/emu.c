@@ -303,10 +303,10 @@ char *emu_dos_devices(void)
 
 /*
  * client_paths sends wire.MethodClientPaths on a new control connection: this prefix's
- * dosdevices folder, through which hcsemu resolves the Windows host paths (Z:\tmp\...) of
- * this connection's HCS documents as Wine does. An emulator contract only: on Windows HCS
- * opens the paths it is given. {"id":1,"method":"ClientPaths","args":{"dosDevices":D}},
- * answered {"id":1} (an error response, as from a daemon that predates the method, leaves the
+ * dosdevices folder and its drives' volume names, through which hcsemu resolves the Windows
+ * host paths (Z:\tmp\..., \\?\Volume{GUID}\...) of this connection's HCS documents as Wine
+ * does. An emulator contract only: on Windows HCS opens the paths it is given.
+ * {"id":1,"method":"ClientPaths","args":{"dosDevices":D,"volumes":{V:"c",…}}}, answered {"id":1} (an error response, as from a daemon that predates the method, leaves the
  * connection as it was: Windows host paths are then refused naming the field). 0 when the
  * connection broke.
  */
@@ -315,13 +315,30 @@ static int client_paths(SOCKET s)
 	struct buf f = {0};
 	char *dd = emu_dos_devices(), *body;
 	size_t n;
-	int ok;
+	DWORD drives;
+	int ok, i, first = 1;
 
 	if (dd == NULL)
 		return 1; /* not under Wine: no mapping to give */
 	ok = buf_adds(&f, "{\"id\":1,\"method\":\"ClientPaths\",\"args\":{\"dosDevices\":") &&
-	     buf_add_string(&f, dd) && buf_adds(&f, "}}");
+	     buf_add_string(&f, dd) && buf_adds(&f, ",\"volumes\":{");
 	free(dd);
+	/* Each drive's volume name: containerd's CRI plugin resolves a mount's host path with
+	 * GetFinalPathNameByHandle, which names it on its volume (\\?\Volume{GUID}\rest). */
+	drives = GetLogicalDrives();
+	for (i = 0; ok && i < 26; i++) {
+		WCHAR root[4] = {(WCHAR)(L'A' + i), L':', L'\\', 0}, vol[MAX_PATH];
+		char letter[2] = {(char)('a' + i), 0}, *v;
+
+		if (!(drives & (1u << i)) || !GetVolumeNameForVolumeMountPointW(root, vol, MAX_PATH))
+			continue;
+		v = utf8_of(vol);
+		ok = v != NULL && (first || buf_adds(&f, ",")) && buf_add_string(&f, v) && buf_adds(&f, ":") &&
+		     buf_add_string(&f, letter);
+		free(v);
+		first = 0;
+	}
+	ok = ok && buf_adds(&f, "}}}");
 	ok = ok && frame_write(s, f.data, f.len);
 	buf_free(&f);
 	if (!ok)
