@@ -4,6 +4,7 @@ package cri
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,6 +60,24 @@ func TestHyperVPod(t *testing.T) {
 		t.Fatalf("exit code %d, reason %q, message %q; want 0, Completed", s.GetExitCode(), s.GetReason(), s.GetMessage())
 	}
 	waitLog(t, filepath.Join(podCfg.LogDirectory, cfg.LogPath), " stdout F hello from the utility VM")
+
+	// A volume of a Hyper-V pod is a VSMB share of the node's folder, added to the running VM
+	// (hcsshim's mounts in a utility VM); the container reads the host's file through it.
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "in.txt"), []byte("from the node through VSMB"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mcfg := containerConfig("in-vm-mount", "read", `C:\data\in.txt`)
+	mcfg.Mounts = []*runtimeapi.Mount{{HostPath: host, ContainerPath: `C:\data`, Readonly: true}}
+	mid := startContainer(t, n, pod, podCfg, mcfg)
+	if s := waitExited(t, n, mid); s.GetExitCode() != 0 {
+		b, _ := os.ReadFile(filepath.Join(podCfg.LogDirectory, mcfg.LogPath))
+		t.Fatalf("read through the pod's VSMB mount: exit code %d, message %q, log %q", s.GetExitCode(), s.GetMessage(), b)
+	}
+	// read prints the file as it is, without a newline: containerd tags such a last line P
+	// (partial).
+	waitLog(t, filepath.Join(podCfg.LogDirectory, mcfg.LogPath), " stdout P from the node through VSMB")
+
 	if err := n.rt.StopPodSandbox(ctx(t), pod); err != nil {
 		t.Fatalf("StopPodSandbox: %v", err)
 	}
