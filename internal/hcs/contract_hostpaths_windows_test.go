@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"golang.org/x/sys/windows"
 
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/wintest"
@@ -61,6 +62,27 @@ func TestContractWindowsHostPaths(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(cDir, "out.txt")); err != nil || string(b) != "from-the-container" {
 		t.Errorf("the container's write through %s: %q, %v", cDir, b, err)
+	}
+
+	// The same folder by its volume name (\\?\Volume{GUID}\rest, as containerd's CRI plugin
+	// names a mount's host path): the volume of drive C: as this process sees it.
+	vol := make([]uint16, windows.MAX_PATH)
+	if err := windows.GetVolumeNameForVolumeMountPoint(windows.StringToUTF16Ptr(`C:\`), &vol[0], uint32(len(vol))); err != nil {
+		t.Fatalf("GetVolumeNameForVolumeMountPoint(C:\\): %v", err)
+	}
+	byVolume := windows.UTF16ToString(vol) + cDir[len(`C:\`):]
+	vmd := &schema2.MappedDirectory{HostPath: byVolume, ContainerPath: `C:\v`, ReadOnly: true}
+	if err := s.Modify(ctx, &schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathContainerMappedDirectories,
+		RequestType: schema2.RequestTypeAdd, Settings: vmd}); err != nil {
+		t.Fatalf("Modify add mapped directory %s: %v", byVolume, err)
+	}
+	p = run(t, s, &schema2.ProcessParameters{CommandLine: workload("read", "/v/f.txt"), CreateStdOutPipe: true, CreateStdErrPipe: true})
+	_, out, errp := p.Stdio()
+	if got := readAll(t, out, 30*time.Second); got != "from-drive-c" {
+		t.Errorf("read /v/f.txt through %s: %q (stderr %q)", byVolume, got, readAll(t, errp, 30*time.Second))
+	}
+	if code := waitExit(t, p, 30*time.Second); code != 0 {
+		t.Errorf("read /v/f.txt: exit code %d", code)
 	}
 
 	// A path climbing out of its drive is refused, naming the field.
