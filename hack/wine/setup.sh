@@ -90,6 +90,25 @@ make_prefix() {
 	fi
 }
 
+# volume_links makes Wine open its drives by their volume names. On Windows a volume GUID path
+# (\\?\Volume{GUID}\rest) opens like the drive path, and containerd's CRI plugin hands the shim a
+# mount's host path in that form (GetFinalPathNameByHandle, VOLUME_NAME_GUID), which the shim
+# then opens (a Hyper-V pod's VSMB mounts). Wine 8 names drive X:'s volume
+# \\?\Volume{00000000-0000-0000-0000-0000000000XX}\ (XX the letter's code in hex; observed for C:
+# in GetFinalPathNameByHandle) but cannot open that name; it resolves a \\?\ device name through
+# dosdevices/<name in lower case>, so a link there to the drive makes it open (as hcsemu's
+# storage filter does for its volumes). Tested by test/cri TestHyperVPod's mount.
+volume_links() {
+	local d letter hex
+	for d in "${WINE_PREFIX_DIR}"/dosdevices/?:; do
+		[[ -L "${d}" ]] || continue
+		letter="${d##*/}"
+		letter="${letter%:}"
+		hex="$(printf '%02x' "'${letter^^}")"
+		ln -sfn "${letter}:" "${WINE_PREFIX_DIR}/dosdevices/volume{00000000-0000-0000-0000-0000000000${hex}}"
+	done
+}
+
 # install_dll NAME copies a built DLL into the prefix's system32, where LoadLibrary's
 # LOAD_LIBRARY_SEARCH_SYSTEM32 (Go's runtime, and NewLazySystemDLL) looks.
 install_dll() {
@@ -117,6 +136,7 @@ build_dll bindfltapi.dll "${WINE_HACK}/bindfltapi/bindfltapi.c"
 build_dll computenetwork.dll "${WINE_HACK}/computenetwork/computenetwork.c" "${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" "${WINE_HACK}/common/hcn.c" -- -lws2_32 -lole32
 make_prefix
+volume_links
 install_dll bcryptprimitives.dll
 install_dll bindfltapi.dll
 install_dll computecore.dll

@@ -229,7 +229,7 @@ func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscribe
 	if id == "" {
 		return wire.SystemReply{}, errorf(computecore.E_INVALIDARG, "id: a compute system needs an id")
 	}
-	cs, err := ValidateComputeSystem(doc, e.hostCPUs, e.statPath)
+	cs, err := validateComputeSystem(doc, e.hostCPUs, e.statPath, hostPathsOf(ctx))
 	if err != nil {
 		return wire.SystemReply{}, err
 	}
@@ -936,6 +936,9 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 			if s.hosted != nil {
 				// In a VM the host path is the VM's (a VSMB share or a guest path).
 				return s.mapHostedLocked(md)
+			}
+			if err := hostPathsOf(ctx).resolveIn("Settings.HostPath", &md.HostPath); err != nil {
+				return err
 			}
 			if err := ValidateMappedDirectory("Settings", &md, statDir); err != nil {
 				return err

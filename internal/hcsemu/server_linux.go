@@ -136,6 +136,10 @@ type conn struct {
 	queue  []outFrame
 	closed bool
 	reqs   map[uint64]context.CancelFunc
+
+	// paths is the client's drive mapping (wire.MethodClientPaths), nil until it gives one.
+	// Only readLoop touches it.
+	paths *hostPaths
 }
 
 type outFrame struct {
@@ -225,7 +229,12 @@ func (c *conn) readLoop() {
 			c.enqueue(&wire.Frame{ID: f.ID}, nil)
 			continue
 		}
-		ctx, cancel := context.WithCancel(c.ctx)
+		if f.Method == wire.MethodClientPaths {
+			// Served here, in order, so that every request read after it sees the mapping.
+			c.enqueue(c.clientPaths(f), nil)
+			continue
+		}
+		ctx, cancel := context.WithCancel(withHostPaths(c.ctx, c.paths))
 		c.mu.Lock()
 		c.reqs[f.ID] = cancel
 		c.mu.Unlock()
@@ -249,6 +258,28 @@ func (c *conn) readLoop() {
 	c.cond.Signal()
 	c.mu.Unlock()
 	c.t.close()
+}
+
+// clientPaths serves wire.MethodClientPaths: it records the connection's drive mapping, once.
+func (c *conn) clientPaths(f *wire.Frame) *wire.Frame {
+	out := &wire.Frame{ID: f.ID}
+	var a wire.ClientPathsArgs
+	err := f.DecodeArgs(&a)
+	switch {
+	case err != nil:
+		err = errorf(computecore.HCS_E_PROTOCOL_ERROR, "%s: %v", wire.MethodClientPaths, err)
+	case c.paths != nil:
+		err = errorf(computecore.HCS_E_INVALID_STATE, "%s: this connection already gave its drive mapping (%s)", wire.MethodClientPaths, c.paths.dosDevices)
+	default:
+		c.paths, err = newHostPaths(a)
+	}
+	if err != nil {
+		he := AsError(err)
+		out.HResult, out.Result = he.HResult, wire.ResultError(he.HResult, he.Message)
+		return out
+	}
+	log.G(c.ctx).WithField("dosDevices", c.paths.dosDevices).Debug("hcsemu: client drive mapping")
+	return out
 }
 
 // handle runs one request and builds its response.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -99,4 +100,18 @@ func readVHDX(path string) (vhdxHeader, error) {
 		return vhdxHeader{}, errorf(computecore.E_INVALIDARG, "virtual disk %q is not a virtual disk this emulator made", path)
 	}
 	return h, nil
+}
+
+// checkDosDevices checks a LayerArgs.DosDevices ("" is none).
+func checkDosDevices(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if !filepath.IsAbs(dir) || filepath.Base(dir) != "dosdevices" {
+		return errorf(computecore.E_INVALIDARG, "DosDevices: %q is not a Wine prefix's dosdevices folder", dir)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return errorf(computecore.E_PATH_NOT_FOUND, "DosDevices: %q is not a folder", dir)
+	}
+	return nil
 }

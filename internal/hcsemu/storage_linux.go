@@ -490,20 +490,6 @@ func (f *storageFilter) link(l *activeLayer, dir string) error {
 	return f.save(l)
 }
 
-// checkDosDevices checks a LayerArgs.DosDevices ("" is none).
-func checkDosDevices(dir string) error {
-	if dir == "" {
-		return nil
-	}
-	if !filepath.IsAbs(dir) || filepath.Base(dir) != "dosdevices" {
-		return errorf(computecore.E_INVALIDARG, "DosDevices: %q is not a Wine prefix's dosdevices folder", dir)
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return errorf(computecore.E_PATH_NOT_FOUND, "DosDevices: %q is not a folder", dir)
-	}
-	return nil
-}
-
 func (f *storageFilter) unlink(l *activeLayer) {
 	for _, link := range l.Links {
 		// Only a link to this volume's mount point is removed: the folder is the caller's.

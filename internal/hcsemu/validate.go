@@ -236,6 +236,12 @@ const (
 // creates anything. hostCPUs is the number of logical processors of the host; statPath checks
 // that a host path exists (nil skips the checks of the file system).
 func ValidateComputeSystem(doc string, hostCPUs int, statPath func(string) error) (*schema2.ComputeSystem, error) {
+	return validateComputeSystem(doc, hostCPUs, statPath, nil)
+}
+
+// validateComputeSystem is ValidateComputeSystem for a client whose drive mapping is hp (nil:
+// none): the document's host paths are resolved with it before they are checked.
+func validateComputeSystem(doc string, hostCPUs int, statPath func(string) error, hp *hostPaths) (*schema2.ComputeSystem, error) {
 	var cs schema2.ComputeSystem
 	if err := decodeDocument(doc, &cs, "ComputeSystem"); err != nil {
 		return nil, err
@@ -266,6 +272,9 @@ func ValidateComputeSystem(doc string, hostCPUs int, statPath func(string) error
 		// ComputeSystem.HostingSystemId: "the system described by HostedSystem"); hcsshim
 		// sends nothing else.
 		return nil, errorf(computecore.HCS_E_INVALID_JSON, "HostedSystem: missing required field (HostingSystemId %q names a host for it)", cs.HostingSystemId)
+	}
+	if err := hp.resolveComputeSystem(&cs); err != nil {
+		return nil, err
 	}
 	if c := cs.Container; c != nil {
 		if err := validateContainer(c, false, hostCPUs, statPath); err != nil {

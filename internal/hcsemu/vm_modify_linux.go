@@ -51,7 +51,7 @@ func (s *system) modifyVMLocked(ctx context.Context, req *schema2.ModifySettingR
 	if req.Settings != nil {
 		settings, _ = json.Marshal(req.Settings)
 	}
-	host, err := s.hostModifyLocked(req, settings)
+	host, err := s.hostModifyLocked(ctx, req, settings)
 	if err != nil {
 		return err
 	}
@@ -108,16 +108,16 @@ func decodeSettings(settings []byte, v any) error {
 }
 
 // hostModifyLocked checks the host part of req and returns it, unapplied (nil: none).
-func (s *system) hostModifyLocked(req *schema2.ModifySettingRequest, settings []byte) (*hostChange, error) {
+func (s *system) hostModifyLocked(ctx context.Context, req *schema2.ModifySettingRequest, settings []byte) (*hostChange, error) {
 	vm := s.vm
 	p := req.ResourcePath
 	switch {
 	case p == "":
 		return nil, nil
 	case p == schema2.ResourcePathVSMBShares:
-		return s.modifyShareLocked(req, settings)
+		return s.modifyShareLocked(ctx, req, settings)
 	case strings.HasPrefix(p, scsiPathPrefix):
-		return s.modifySCSILocked(req, settings)
+		return s.modifySCSILocked(ctx, req, settings)
 	case strings.HasPrefix(p, pipePathPrefix):
 		if err := wantRequestType(req, schema2.RequestTypeAdd, schema2.RequestTypeRemove); err != nil {
 			return nil, err
@@ -211,7 +211,7 @@ func (s *system) resizeVMLocked(mb uint64) error {
 	return nil
 }
 
-func (s *system) modifyShareLocked(req *schema2.ModifySettingRequest, settings []byte) (*hostChange, error) {
+func (s *system) modifyShareLocked(ctx context.Context, req *schema2.ModifySettingRequest, settings []byte) (*hostChange, error) {
 	vm := s.vm
 	if err := wantRequestType(req, schema2.RequestTypeAdd, schema2.RequestTypeUpdate, schema2.RequestTypeRemove); err != nil {
 		return nil, err
@@ -219,6 +219,11 @@ func (s *system) modifyShareLocked(req *schema2.ModifySettingRequest, settings [
 	var sh schema2.VirtualSmbShare
 	if err := decodeSettings(settings, &sh); err != nil {
 		return nil, err
+	}
+	if sh.Path != "" {
+		if err := hostPathsOf(ctx).resolveIn("Settings.Path", &sh.Path); err != nil {
+			return nil, err
+		}
 	}
 	if sh.Name == "" {
 		return nil, errorf(computecore.HCS_E_INVALID_JSON, "Settings.Name: missing required field")
@@ -270,7 +275,7 @@ func (s *system) modifyShareLocked(req *schema2.ModifySettingRequest, settings [
 	return &hostChange{apply: func() error { delete(vm.shares, key); return nil }}, nil
 }
 
-func (s *system) modifySCSILocked(req *schema2.ModifySettingRequest, settings []byte) (*hostChange, error) {
+func (s *system) modifySCSILocked(ctx context.Context, req *schema2.ModifySettingRequest, settings []byte) (*hostChange, error) {
 	vm := s.vm
 	rest := req.ResourcePath[len(scsiPathPrefix):]
 	parts := strings.Split(rest, "/")
@@ -292,6 +297,9 @@ func (s *system) modifySCSILocked(req *schema2.ModifySettingRequest, settings []
 	if req.RequestType == schema2.RequestTypeAdd {
 		var a schema2.Attachment
 		if err := decodeSettings(settings, &a); err != nil {
+			return nil, err
+		}
+		if err := hostPathsOf(ctx).resolveIn("Settings.Path", &a.Path); err != nil {
 			return nil, err
 		}
 		if err := validateAttachment("Settings", &a); err != nil {

@@ -265,6 +265,102 @@ SOCKET emu_dial(void)
 	return s;
 }
 
+/* ---- Wine's paths ---- */
+
+typedef char *(CDECL *unix_name_fn)(LPCWSTR);
+
+char *emu_unix_path(PCWSTR dos)
+{
+	static unix_name_fn fn;
+	char *u, *out;
+
+	if (fn == NULL)
+		fn = (unix_name_fn)(void *)GetProcAddress(GetModuleHandleA("kernel32.dll"), "wine_get_unix_file_name");
+	if (fn == NULL || dos == NULL)
+		return NULL;
+	u = fn(dos);
+	if (u == NULL)
+		return NULL;
+	out = dup_str(u);
+	HeapFree(GetProcessHeap(), 0, u);
+	return out;
+}
+
+char *emu_dos_devices(void)
+{
+	char *u = emu_unix_path(L"C:\\"), *p;
+
+	if (u == NULL)
+		return NULL;
+	p = strstr(u, "/dosdevices/");
+	if (p == NULL) {
+		free(u);
+		return NULL;
+	}
+	p[strlen("/dosdevices")] = 0;
+	return u;
+}
+
+/*
+ * client_paths sends wire.MethodClientPaths on a new control connection: this prefix's
+ * dosdevices folder and its drives' volume names, through which hcsemu resolves the Windows
+ * host paths (Z:\tmp\..., \\?\Volume{GUID}\...) of this connection's HCS documents as Wine
+ * does. An emulator contract only: on Windows HCS opens the paths it is given.
+ * {"id":1,"method":"ClientPaths","args":{"dosDevices":D,"volumes":{V:"c",…}}}, answered {"id":1} (an error response, as from a daemon that predates the method, leaves the
+ * connection as it was: Windows host paths are then refused naming the field). 0 when the
+ * connection broke.
+ */
+static int client_paths(SOCKET s)
+{
+	struct buf f = {0};
+	char *dd = emu_dos_devices(), *body;
+	size_t n;
+	DWORD drives;
+	int ok, i, first = 1;
+
+	if (dd == NULL)
+		return 1; /* not under Wine: no mapping to give */
+	ok = buf_adds(&f, "{\"id\":1,\"method\":\"ClientPaths\",\"args\":{\"dosDevices\":") &&
+	     buf_add_string(&f, dd) && buf_adds(&f, ",\"volumes\":{");
+	free(dd);
+	/* Each drive's volume name: containerd's CRI plugin resolves a mount's host path with
+	 * GetFinalPathNameByHandle, which names it on its volume (\\?\Volume{GUID}\rest). */
+	drives = GetLogicalDrives();
+	for (i = 0; ok && i < 26; i++) {
+		WCHAR root[4] = {(WCHAR)(L'A' + i), L':', L'\\', 0}, vol[MAX_PATH];
+		char letter[2] = {(char)('a' + i), 0}, *v;
+
+		if (!(drives & (1u << i)) || !GetVolumeNameForVolumeMountPointW(root, vol, MAX_PATH))
+			continue;
+		v = utf8_of(vol);
+		ok = v != NULL && (first || buf_adds(&f, ",")) && buf_add_string(&f, v) && buf_adds(&f, ":") &&
+		     buf_add_string(&f, letter);
+		free(v);
+		first = 0;
+	}
+	ok = ok && buf_adds(&f, "}}}");
+	ok = ok && frame_write(s, f.data, f.len);
+	buf_free(&f);
+	if (!ok)
+		return 0;
+	body = frame_read(s, &n);
+	if (body == NULL)
+		return 0;
+	free(body);
+	return 1;
+}
+
+SOCKET emu_dial_control(void)
+{
+	SOCKET s = emu_dial();
+
+	if (s != INVALID_SOCKET && !client_paths(s)) {
+		closesocket(s);
+		s = INVALID_SOCKET;
+	}
+	return s;
+}
+
 /* ---- the blocking connection ---- */
 
 static INIT_ONCE call_once = INIT_ONCE_STATIC_INIT;
@@ -312,7 +408,7 @@ HRESULT emu_call_doc(const char *method, const char *args, char **reply, char **
 		return EMU_HR_SERVICE_DISCONNECT;
 	}
 	if (call_sock == INVALID_SOCKET) {
-		call_sock = emu_dial();
+		call_sock = emu_dial_control();
 		if (call_sock == INVALID_SOCKET) {
 			LeaveCriticalSection(&call_mu);
 			return EMU_HR_SERVICE_NOT_AVAILABLE;

@@ -42,6 +42,16 @@ char *frame_read(SOCKET s, size_t *n);
  * refused or the key is (the first such failure is told on stderr). Every connection of every
  * stand-in goes through here. WSAStartup must have been called. */
 SOCKET emu_dial(void);
+/* emu_dial_control is emu_dial for a control connection (one that sends requests, not a
+ * process's stream): it then tells the daemon this Wine prefix's drive mapping
+ * (wire.MethodClientPaths), so that the host paths in its HCS documents resolve. */
+SOCKET emu_dial_control(void);
+
+/* emu_unix_path returns the Linux path Wine maps a Windows path to (malloc'd), or NULL. */
+char *emu_unix_path(PCWSTR dos);
+/* emu_dos_devices returns this prefix's dosdevices folder (malloc'd): Wine maps C:\ to
+ * <prefix>/dosdevices/c:/. NULL if it cannot tell (not under Wine). */
+char *emu_dos_devices(void);
 
 /*
  * emu_call sends {"id","method":method,"args":args} on this process's blocking connection to

@@ -750,7 +750,7 @@ static SOCKET connected(void)
 
 	if (sock != INVALID_SOCKET || disconnected)
 		return disconnected ? INVALID_SOCKET : sock;
-	sock = emu_dial();
+	sock = emu_dial_control();
 	if (sock == INVALID_SOCKET)
 		return INVALID_SOCKET;
 	t = CreateThread(NULL, 0, reader, (void *)(ULONG_PTR)sock, 0, NULL);

@@ -50,45 +50,6 @@ struct layer_descriptor {
 /* HRESULT_FROM_WIN32(ERROR_INSUFFICIENT_BUFFER). */
 #define HR_INSUFFICIENT_BUFFER ((HRESULT)0x8007007AL)
 
-/* ---- Wine's paths ---- */
-
-typedef char *(CDECL *unix_name_fn)(LPCWSTR);
-
-/* unix_path returns the Linux path Wine maps a Windows path to (malloc'd), or NULL. */
-static char *unix_path(PCWSTR dos)
-{
-	static unix_name_fn fn;
-	char *u, *out;
-
-	if (fn == NULL)
-		fn = (unix_name_fn)(void *)GetProcAddress(GetModuleHandleA("kernel32.dll"), "wine_get_unix_file_name");
-	if (fn == NULL || dos == NULL)
-		return NULL;
-	u = fn(dos);
-	if (u == NULL)
-		return NULL;
-	out = dup_str(u);
-	HeapFree(GetProcessHeap(), 0, u);
-	return out;
-}
-
-/* dos_devices returns this prefix's dosdevices folder (malloc'd): Wine maps C:\ to
- * <prefix>/dosdevices/c:/. NULL if it cannot tell. */
-static char *dos_devices(void)
-{
-	char *u = unix_path(L"C:\\"), *p;
-
-	if (u == NULL)
-		return NULL;
-	p = strstr(u, "/dosdevices/");
-	if (p == NULL) {
-		free(u);
-		return NULL;
-	}
-	p[strlen("/dosdevices")] = 0;
-	return u;
-}
-
 /* layer_path joins a driver info's home folder and an id into a layer's Windows path
  * (malloc'd), as hcsshim's root package does before it calls internal/wclayer. */
 static WCHAR *layer_path(const struct driver_info *info, PCWSTR id)
@@ -119,7 +80,7 @@ static WCHAR *layer_path(const struct driver_info *info, PCWSTR id)
  * mapped (or out of memory). */
 static int add_unix(struct buf *b, PCWSTR dos)
 {
-	char *u = unix_path(dos);
+	char *u = emu_unix_path(dos);
 	int ok = u != NULL && buf_add_string(b, u);
 
 	free(u);
@@ -153,7 +114,7 @@ static HRESULT layer_args(struct buf *b, const struct driver_info *info, PCWSTR 
 		ok = ok && buf_adds(b, "]");
 	}
 	if (ok && link) {
-		char *dd = dos_devices();
+		char *dd = emu_dos_devices();
 
 		/* Without it the volume still exists; only Wine cannot resolve its name. */
 		if (dd != NULL)
