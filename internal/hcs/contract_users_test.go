@@ -37,10 +37,11 @@ func TestContractCredentialGuard(t *testing.T) {
 	env := requireContract(t)
 	ctx := testCtx(t)
 	id := testID(t)
-	st, err := env.hcs.AddCredentialGuard(ctx, id, contractCredSpec, schema2.CCGTransportLRPC)
+	in, err := env.hcs.AddCredentialGuard(ctx, id, contractCredSpec, schema2.CCGTransportLRPC)
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := in.CredentialGuard
 	removed := false
 	t.Cleanup(func() {
 		if !removed {
@@ -49,6 +50,9 @@ func TestContractCredentialGuard(t *testing.T) {
 	})
 	if st.Cookie == "" || st.RpcEndpoint == "" || st.Transport != schema2.CCGTransportLRPC || st.CredentialSpec != contractCredSpec {
 		t.Errorf("instance state %+v", st)
+	}
+	if in.HvSocketConfig != nil {
+		t.Errorf("an LRPC instance has an HvSocket service %+v", in.HvSocketConfig)
 	}
 	if _, err := env.hcs.AddCredentialGuard(ctx, id, contractCredSpec, schema2.CCGTransportLRPC); err == nil {
 		t.Error("a second instance with the same id was added")
@@ -67,11 +71,11 @@ func TestContractCredentialGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	removed = true
-	in, err := env.hcs.CredentialGuards(ctx)
+	list, err := env.hcs.CredentialGuards(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, i := range in {
+	for _, i := range list {
 		if i.Id == id {
 			t.Errorf("instance %s listed after its removal", id)
 		}

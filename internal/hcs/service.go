@@ -79,12 +79,13 @@ func (c *Client) modifyService(ctx context.Context, id string, req schema2.Servi
 
 // AddCredentialGuard creates the Container Credential Guard instance id for a container with
 // the credential spec credSpec over transport (schema2.CCGTransportLRPC for a process-isolated
-// container), and returns its state, which the container document names
-// (Container.ContainerCredentialGuard). As hcsshim's CreateCredentialGuard
+// container, schema2.CCGTransportHvSocket for one in a utility VM), and returns the instance: its
+// state, which the container document names (Container.ContainerCredentialGuard), and for
+// HvSocket the service the VM must carry (HvSocketConfig). As hcsshim's CreateCredentialGuard
 // (internal/credentials/credentials.go): HcsModifyServiceSettings with AddInstance, then the
 // instance's state from the service property "ContainerCredentialGuard". HCS never removes an
 // instance by itself: the caller must RemoveCredentialGuard it, also if this fails after the add.
-func (c *Client) AddCredentialGuard(ctx context.Context, id, credSpec, transport string) (*schema2.ContainerCredentialGuardState, error) {
+func (c *Client) AddCredentialGuard(ctx context.Context, id, credSpec, transport string) (*schema2.ContainerCredentialGuardInstance, error) {
 	details, err := json.Marshal(schema2.ContainerCredentialGuardAddInstanceRequest{Id: id, CredentialSpec: credSpec, Transport: transport})
 	if err != nil {
 		return nil, err
@@ -101,7 +102,10 @@ func (c *Client) AddCredentialGuard(ctx context.Context, id, credSpec, transport
 	}
 	for _, in := range instances {
 		if in.Id == id && in.CredentialGuard != nil {
-			return in.CredentialGuard, nil
+			if transport == schema2.CCGTransportHvSocket && (in.HvSocketConfig == nil || in.HvSocketConfig.ServiceId == "" || in.HvSocketConfig.ServiceConfig == nil) {
+				return nil, &Error{Op: "GetServiceProperties", ID: id, Err: fmt.Errorf("Container Credential Guard instance %q of transport %s has no HvSocketConfig", id, transport)}
+			}
+			return &in, nil
 		}
 	}
 	return nil, &Error{Op: "GetServiceProperties", ID: id, Err: fmt.Errorf("no Container Credential Guard instance %q after adding it", id)}

@@ -19,6 +19,16 @@ import (
 type ccgInstance struct {
 	state schema2.ContainerCredentialGuardState
 	spec  *schema2.CredentialSpec
+	// hv is the HvSocket service of an instance of transport HvSocket, nil for LRPC.
+	hv *schema2.ContainerCredentialGuardHvSocketServiceConfig
+}
+
+// ccgServiceConfig is the service table entry of an HvSocket instance. Assumption: Microsoft
+// documents neither the entry CCG returns nor its descriptors; hcsshim passes it to the VM as it
+// is (hcsoci/resources_wcow.go). The emulator lets SYSTEM (CCG runs as a service on the host)
+// bind and connect, as the descriptors hcsshim gives its own services (hyperv-facts.md §1).
+func ccgServiceConfig() *schema2.HvSocketServiceConfig {
+	return &schema2.HvSocketServiceConfig{BindSecurityDescriptor: "D:P(A;;FA;;;SY)", ConnectSecurityDescriptor: "D:P(A;;FA;;;SY)"}
 }
 
 // ccgTable is the service's instances, by id. They live as long as the daemon, as instances
@@ -64,9 +74,15 @@ func (t *ccgTable) modify(settings json.RawMessage) error {
 		}
 		// The cookie authenticates the container's calls and the endpoint is the instance's RPC
 		// endpoint; real values are opaque, the emulator's are random.
-		t.byID[add.Id] = &ccgInstance{spec: spec, state: schema2.ContainerCredentialGuardState{
+		in := &ccgInstance{spec: spec, state: schema2.ContainerCredentialGuardState{
 			Cookie: randomHex(16), RpcEndpoint: "ccg-" + randomHex(8), Transport: add.Transport, CredentialSpec: add.CredentialSpec,
 		}}
+		if add.Transport == schema2.CCGTransportHvSocket {
+			// An HvSocket instance is reached through a service of its own, which the client
+			// adds to the VM of the container (hcsshim CreateCredentialGuard, step 4).
+			in.hv = &schema2.ContainerCredentialGuardHvSocketServiceConfig{ServiceId: newGUID(), ServiceConfig: ccgServiceConfig()}
+		}
+		t.byID[add.Id] = in
 		return nil
 	case schema2.CCGRemoveInstance:
 		var rm schema2.ContainerCredentialGuardRemoveInstanceRequest
@@ -95,29 +111,57 @@ func (t *ccgTable) info() schema2.ContainerCredentialGuardSystemInfo {
 	slices.Sort(ids)
 	var info schema2.ContainerCredentialGuardSystemInfo
 	for _, id := range ids {
-		st := t.byID[id].state
-		info.Instances = append(info.Instances, schema2.ContainerCredentialGuardInstance{Id: id, CredentialGuard: &st})
+		in := t.byID[id]
+		st := in.state
+		i := schema2.ContainerCredentialGuardInstance{Id: id, CredentialGuard: &st}
+		if in.hv != nil {
+			cfg := *in.hv.ServiceConfig
+			i.HvSocketConfig = &schema2.ContainerCredentialGuardHvSocketServiceConfig{ServiceId: in.hv.ServiceId, ServiceConfig: &cfg}
+		}
+		info.Instances = append(info.Instances, i)
 	}
 	return info
 }
 
 // resolve finds the instance a container document's ContainerCredentialGuard names (by its RPC
 // endpoint and cookie, what the container's calls use) and returns the domain identity the
-// container gets. Assumption: HCS refuses a container naming no instance with E_INVALIDARG.
-func (t *ccgTable) resolve(st *schema2.ContainerCredentialGuardState) (*domainIdentity, error) {
+// container gets and, for an HvSocket instance, its service GUID (lower case; "" for LRPC). A
+// container reaches an LRPC instance from the host's own silos only and an HvSocket one only from
+// a utility VM, so hosted says which the container is. Assumption: HCS refuses a container naming
+// no instance, or one it cannot reach, with E_INVALIDARG (undocumented; hcsshim always names the
+// instance it made for the container, of the transport its isolation needs).
+func (t *ccgTable) resolve(field string, st *schema2.ContainerCredentialGuardState, hosted bool) (_ *domainIdentity, service string, _ error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, in := range t.byID {
-		if in.state.RpcEndpoint == st.RpcEndpoint && in.state.Cookie == st.Cookie {
-			d := in.spec.DomainJoinConfig
-			return &domainIdentity{
-				netBIOS: d.NetBiosName,
-				dns:     d.DnsName,
-				account: in.spec.ActiveDirectoryConfig.GroupManagedServiceAccounts[0].Name,
-			}, nil
+		if in.state.RpcEndpoint != st.RpcEndpoint || in.state.Cookie != st.Cookie {
+			continue
 		}
+		want := schema2.CCGTransportLRPC
+		if hosted {
+			want = schema2.CCGTransportHvSocket
+		}
+		if in.state.Transport != want {
+			return nil, "", errorf(computecore.E_INVALIDARG, "%s: RpcEndpoint=%q: the instance's transport is %s; a %s container reaches its instance over %s", field, st.RpcEndpoint, in.state.Transport, isolationName(hosted), want)
+		}
+		if in.hv != nil {
+			service = strings.ToLower(in.hv.ServiceId)
+		}
+		d := in.spec.DomainJoinConfig
+		return &domainIdentity{
+			netBIOS: d.NetBiosName,
+			dns:     d.DnsName,
+			account: in.spec.ActiveDirectoryConfig.GroupManagedServiceAccounts[0].Name,
+		}, service, nil
 	}
-	return nil, errorf(computecore.E_INVALIDARG, "Container.ContainerCredentialGuard: RpcEndpoint=%q: no Container Credential Guard instance has that endpoint and cookie", st.RpcEndpoint)
+	return nil, "", errorf(computecore.E_INVALIDARG, "%s: RpcEndpoint=%q: no Container Credential Guard instance has that endpoint and cookie", field, st.RpcEndpoint)
+}
+
+func isolationName(hosted bool) string {
+	if hosted {
+		return "Hyper-V isolated"
+	}
+	return "process-isolated"
 }
 
 // domainIdentity is what a gMSA container's processes see of their domain.

@@ -1,13 +1,16 @@
 package hcsemu
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
 const testCredSpec = `{"CmsPlugins":["ActiveDirectory"],"DomainJoinConfig":{"Sid":"S-1-5-21-702590844-1001920913-2680819671","MachineAccountName":"webapp01","Guid":"56d9b66c-d746-4f87-bd26-26760cfdca2e","DnsTreeName":"contoso.com","DnsName":"contoso.com","NetBiosName":"CONTOSO"},"ActiveDirectoryConfig":{"GroupManagedServiceAccounts":[{"Name":"webapp01","Scope":"contoso.com"}]}}`
@@ -112,4 +115,120 @@ func TestDaemonCredentialGuard(t *testing.T) {
 	if in := ccgInstances(t, api); len(in) != 0 {
 		t.Errorf("instances after remove: %+v", in)
 	}
+}
+
+// addCCG adds instance id over transport through the engine and returns it as the service
+// property lists it.
+func addCCG(t *testing.T, e *Engine, id, transport string) schema2.ContainerCredentialGuardInstance {
+	t.Helper()
+	add := schema2.ContainerCredentialGuardAddInstanceRequest{Id: id, CredentialSpec: testCredSpec, Transport: transport}
+	if err := e.ModifyServiceSettings(context.Background(), ccgRequest(t, schema2.CCGAddInstance, add)); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range e.ccg.info().Instances {
+		if in.Id == id {
+			return in
+		}
+	}
+	t.Fatalf("instance %s not listed", id)
+	return schema2.ContainerCredentialGuardInstance{}
+}
+
+// TestHostedCredentialGuard: a container in a utility VM reaches an HvSocket instance only
+// through the instance's service in the VM's HvSocket service table, which Update adds and
+// Remove removes (refused while the container uses it); it then sees its domain as a
+// process-isolated gMSA container does. An LRPC instance is refused in a VM, an HvSocket one in
+// a process-isolated container.
+func TestHostedCredentialGuard(t *testing.T) {
+	e := newVMEngine(t, "10.0.20348.1", 0)
+	_, layer := startVM(t, e, "pod@vm", "10.0.20348.1", 256)
+	ctx := context.Background()
+	hv := addCCG(t, e, "gmsa-hv", schema2.CCGTransportHvSocket)
+	lrpc := addCCG(t, e, "gmsa-lrpc", schema2.CCGTransportLRPC)
+	if hv.HvSocketConfig == nil || !guidRe.MatchString(hv.HvSocketConfig.ServiceId) || hv.HvSocketConfig.ServiceConfig == nil {
+		t.Fatalf("HvSocket instance %+v: want an HvSocketConfig with a service GUID", hv)
+	}
+	if lrpc.HvSocketConfig != nil {
+		t.Errorf("LRPC instance has an HvSocket service: %+v", lrpc.HvSocketConfig)
+	}
+	svcPath := fmt.Sprintf(schema2.ResourcePathHvSocketServiceFormat, hv.HvSocketConfig.ServiceId)
+
+	// The first container's storage is made, then its create refused: the VM lacks the service.
+	mount := `C:\mounts\scsi\c1`
+	layers := []schema2.Layer{{Id: "1", Path: schema2.VSMBGuestPath("sc1")}}
+	_, err := hostContainerWith(t, e, "pod@vm", "c1", layer, newRecorder(), func(c *schema2.Container) { c.ContainerCredentialGuard = hv.CredentialGuard })
+	if !errors.Is(err, computecore.E_INVALIDARG) || !strings.Contains(err.Error(), "ContainerCredentialGuard") || !strings.Contains(err.Error(), strings.ToLower(hv.HvSocketConfig.ServiceId)) {
+		t.Fatalf("hosted container without its instance's service in the VM: %v, want E_INVALIDARG naming the service", err)
+	}
+	create := func(id string, st *schema2.ContainerCredentialGuardState) error {
+		doc, _ := json.Marshal(schema2.ComputeSystem{Owner: "test", SchemaVersion: &schema2.SchemaV21, HostingSystemId: "pod@vm",
+			HostedSystem: schema2.HostedSystem{SchemaVersion: &schema2.SchemaV21, Container: &schema2.Container{
+				Storage: &schema2.Storage{Path: mount, Layers: layers}, ContainerCredentialGuard: st}}})
+		if _, err := e.CreateSystem(ctx, id, string(doc), newRecorder()); err != nil {
+			return err
+		}
+		return e.Start(ctx, wire.SystemRef{ID: id}, "")
+	}
+	if err := create("c-lrpc", lrpc.CredentialGuard); !errors.Is(err, computecore.E_INVALIDARG) || !strings.Contains(err.Error(), "transport is LRPC") {
+		t.Errorf("hosted container naming an LRPC instance: %v, want E_INVALIDARG naming the transport", err)
+	}
+
+	// Bad service requests.
+	for _, tc := range []struct {
+		name string
+		req  schema2.ModifySettingRequest
+		hr   computecore.HRESULT
+	}{
+		{"Add", schema2.ModifySettingRequest{ResourcePath: svcPath, RequestType: schema2.RequestTypeAdd, Settings: hv.HvSocketConfig.ServiceConfig}, computecore.E_INVALIDARG},
+		{"not a GUID", schema2.ModifySettingRequest{ResourcePath: fmt.Sprintf(schema2.ResourcePathHvSocketServiceFormat, "ccg"), RequestType: schema2.RequestTypeUpdate, Settings: hv.HvSocketConfig.ServiceConfig}, computecore.E_INVALIDARG},
+		{"no settings", schema2.ModifySettingRequest{ResourcePath: svcPath, RequestType: schema2.RequestTypeUpdate}, computecore.HCS_E_INVALID_JSON},
+		{"remove absent", schema2.ModifySettingRequest{ResourcePath: svcPath, RequestType: schema2.RequestTypeRemove}, errAbsent},
+	} {
+		if err := modify(e, "pod@vm", tc.req); !errors.Is(err, tc.hr) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.hr)
+		}
+	}
+
+	// With the service in the VM the container is made and sees its domain.
+	if err := modify(e, "pod@vm", schema2.ModifySettingRequest{ResourcePath: svcPath, RequestType: schema2.RequestTypeUpdate, Settings: hv.HvSocketConfig.ServiceConfig}); err != nil {
+		t.Fatalf("add the instance's service: %v", err)
+	}
+	if err := create("c1", hv.CredentialGuard); err != nil {
+		t.Fatalf("hosted gMSA container: %v", err)
+	}
+	keep := runInBackground(t, e, "c1", `C:\workload\workload.exe sleep 600`)
+	code, out := runIn(t, e, "c1", `C:\workload\workload.exe env USERDOMAIN USERDNSDOMAIN HCSEMU_NETWORK_IDENTITY`)
+	if want := "USERDOMAIN=User Manager\nUSERDNSDOMAIN=CONTOSO.COM\nHCSEMU_NETWORK_IDENTITY=CONTOSO\\webapp01$\n"; code != 0 || out != want {
+		t.Errorf("env in the hosted gMSA container: exit %d, %q, want %q", code, out, want)
+	}
+	if err := modify(e, "pod@vm", schema2.ModifySettingRequest{ResourcePath: svcPath, RequestType: schema2.RequestTypeRemove}); !errors.Is(err, errShareInUse) {
+		t.Errorf("remove the service its container uses: %v, want ERROR_BUSY", err)
+	}
+	if err := e.Terminate(ctx, wire.SystemRef{ID: "c1"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	<-keep
+	e.CloseSystem(ctx, wire.SystemRef{ID: "c1"}, nil)
+	if err := modify(e, "pod@vm", schema2.ModifySettingRequest{ResourcePath: svcPath, RequestType: schema2.RequestTypeRemove}); err != nil {
+		t.Errorf("remove the service after its container: %v", err)
+	}
+
+	// A process-isolated container cannot reach an HvSocket instance.
+	doc := containerConfig(newVolume(t), `,"ContainerCredentialGuard":`+mustJSON(t, hv.CredentialGuard))
+	_, err = e.CreateSystem(ctx, "proc-hv", doc, newRecorder())
+	if err == nil {
+		err = e.Start(ctx, wire.SystemRef{ID: "proc-hv"}, "")
+	}
+	if !errors.Is(err, computecore.E_INVALIDARG) || !strings.Contains(err.Error(), "transport is HvSocket") {
+		t.Errorf("process-isolated container naming an HvSocket instance: %v, want E_INVALIDARG naming the transport", err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

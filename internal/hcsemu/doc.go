@@ -112,6 +112,8 @@
 //	VirtualMachine/Devices/VirtualSmb/Shares                 Remove           {"Name": …}
 //	VirtualMachine/Devices/Scsi/<controller>/Attachments/<lun> Add / Remove  Attachment / none
 //	VirtualMachine/Devices/MappedPipes/<\\.\pipe\name>     Add / Remove     none
+//	VirtualMachine/Devices/HvSocket/HvSocketConfig/ServiceTable/<GUID>
+//	                                                         Update / Remove  HvSocketServiceConfig / none
 //	VirtualMachine/ComputeTopology/Memory/SizeInMB           (none) / Update  a bare number (MB)
 //	VirtualMachine/ComputeTopology/Processor/Limits          (none) / Update  ProcessorLimits
 //	VirtualMachine/Devices/NetworkAdapters/<nic id>          Add / Remove     NetworkAdapter {EndpointId, MacAddress}
@@ -229,7 +231,14 @@
 // service property "ContainerCredentialGuard" lists them (ContainerCredentialGuardSystemInfo).
 // Instances live until removed or the daemon ends, as they live until vmcompute exits. A
 // container's Container.ContainerCredentialGuard must be the state of an instance (its
-// RpcEndpoint and Cookie), else the create fails with E_INVALIDARG. The credential spec is checked
+// RpcEndpoint and Cookie), else the create fails with E_INVALIDARG. An instance of transport
+// HvSocket also has an HvSocketConfig {ServiceId (a new GUID), ServiceConfig}: a container hosted
+// in a utility VM must name an HvSocket instance whose ServiceId is in its VM's HvSocket service
+// table (the VM document's, then Update at .../ServiceTable/<GUID>; an Update with Disabled and
+// no descriptors, or a Remove, takes it out; a Remove while a hosted container uses it is
+// ERROR_BUSY, of an absent one ERROR_NOT_FOUND), and a process-isolated one an LRPC instance;
+// otherwise E_INVALIDARG (assumptions: undocumented; hcsshim adds the service before it creates
+// the container, hcsoci/resources_wcow.go). The credential spec is checked
 // field by field (schema2.ParseCredentialSpec). Assumptions (undocumented codes): a duplicate Id
 // is ERROR_ALREADY_EXISTS, removing an unknown one ERROR_NOT_FOUND, a bad spec or transport and a
 // container naming no instance E_INVALIDARG; the other service settings (Memory, CpuGroup, cache

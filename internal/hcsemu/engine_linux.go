@@ -307,8 +307,9 @@ func (s *system) setupContainerLocked(ctx context.Context) error {
 	if c == nil {
 		return nil
 	}
-	if c.ContainerCredentialGuard != nil {
-		id, err := s.e.ccg.resolve(c.ContainerCredentialGuard)
+	if c.ContainerCredentialGuard != nil && s.hosted == nil {
+		// A hosted container's instance was checked against its VM (attachToVM).
+		id, _, err := s.e.ccg.resolve("Container.ContainerCredentialGuard", c.ContainerCredentialGuard, false)
 		if err != nil {
 			return err
 		}

@@ -113,6 +113,23 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 			return nil, "", errorf(computecore.HCS_E_IMAGE_MISMATCH, "%s.Storage.Layers: the image's build %s is newer than VM %q's (%s)", f, b.Version, vmSys.id, vm.build.Version)
 		}
 	}
+	if st := c.ContainerCredentialGuard; st != nil {
+		// The container reaches its instance over HvSocket only if the VM's service table
+		// allows that instance's service (hcsshim hcsoci/resources_wcow.go: "By default
+		// HVSocket won't allow something inside the VM to connect back to a process on the
+		// host"). Assumption: HCS checks this at create and refuses with E_INVALIDARG; on
+		// Windows a container created without it would fail its domain logons instead.
+		field := f + ".ContainerCredentialGuard"
+		id, service, err := s.e.ccg.resolve(field, st, true)
+		if err != nil {
+			return nil, "", err
+		}
+		if svc, ok := vm.hvServices[service]; !ok || svc.Disabled {
+			return nil, "", errorf(computecore.E_INVALIDARG, "%s: RpcEndpoint=%q: the instance's HvSocket service %s is not in VM %q's service table (or is disabled): add it at %s first", field, st.RpcEndpoint, service, vmSys.id, fmt.Sprintf(schema2.ResourcePathHvSocketServiceFormat, service))
+		}
+		ref.services = append(ref.services, service)
+		s.identity = id
+	}
 	netns, err := vm.hostedNetwork(vmSys.id, c)
 	if err != nil {
 		return nil, "", err

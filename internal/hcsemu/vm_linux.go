@@ -141,11 +141,14 @@ type vmState struct {
 	shares map[string]*vsmbShare          // by lower-cased name
 	scsi   map[string]map[uint8]*scsiDisk // by controller key, then LUN
 	pipes  map[string]string              // lower-cased host pipe path → as given
-	mounts map[string]*guestMount         // MappedVirtualDisk, by lower-cased guest path
-	layers map[string]*combinedLayers     // CombinedLayers, by lower-cased guest path
-	dirs   map[string]*guestDir           // guest MappedDirectory, by lower-cased guest path
-	hosted map[string]*hostedRef          // live hosted containers, by id
-	sys    map[string]*system             // the same, their systems (to end them)
+	// hvServices is the HvSocket service table, by lower-cased service GUID: the document's,
+	// then as modifies change it (vm_modify_linux.go).
+	hvServices map[string]schema2.HvSocketServiceConfig
+	mounts     map[string]*guestMount     // MappedVirtualDisk, by lower-cased guest path
+	layers     map[string]*combinedLayers // CombinedLayers, by lower-cased guest path
+	dirs       map[string]*guestDir       // guest MappedDirectory, by lower-cased guest path
+	hosted     map[string]*hostedRef      // live hosted containers, by id
+	sys        map[string]*system         // the same, their systems (to end them)
 }
 
 type vsmbShare struct {
@@ -182,6 +185,8 @@ type hostedRef struct {
 	shares []string // lower-cased share names (layers and mapped directories)
 	layers string   // guest path key of its combined layers
 	pipes  []string
+	// services are the HvSocket services it uses (its Container Credential Guard instance's).
+	services []string
 }
 
 func (vm *vmState) usesShare(name string) (string, bool) {
@@ -218,7 +223,12 @@ func newVMState(e *Engine, id string, vm *schema2.VirtualMachine) *vmState {
 		dir:    filepath.Join(e.vmHost.dir, groupName(id)),
 		shares: map[string]*vsmbShare{}, scsi: map[string]map[uint8]*scsiDisk{}, pipes: map[string]string{},
 		mounts: map[string]*guestMount{}, layers: map[string]*combinedLayers{}, dirs: map[string]*guestDir{},
-		hosted: map[string]*hostedRef{}, sys: map[string]*system{},
+		hosted: map[string]*hostedRef{}, sys: map[string]*system{}, hvServices: map[string]schema2.HvSocketServiceConfig{},
+	}
+	if hv := vm.Devices.HvSocket; hv != nil && hv.HvSocketConfig != nil {
+		for id, svc := range hv.HvSocketConfig.ServiceTable {
+			st.hvServices[strings.ToLower(id)] = svc
+		}
 	}
 	st.root = filepath.Join(st.dir, "root")
 	for _, sh := range vm.Devices.VirtualSmb.Shares {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -20,8 +21,9 @@ import (
 // fails); a Remove runs the guest part first, as hcsshim orders them (internal/uvm/modify.go).
 
 const (
-	scsiPathPrefix = "VirtualMachine/Devices/Scsi/"
-	pipePathPrefix = "VirtualMachine/Devices/MappedPipes/"
+	scsiPathPrefix      = "VirtualMachine/Devices/Scsi/"
+	pipePathPrefix      = "VirtualMachine/Devices/MappedPipes/"
+	hvServicePathPrefix = "VirtualMachine/Devices/HvSocket/HvSocketConfig/ServiceTable/"
 )
 
 // Win32 errors of modify requests. Assumptions: HCS documents none of these cases
@@ -148,6 +150,8 @@ func (s *system) hostModifyLocked(ctx context.Context, req *schema2.ModifySettin
 			}
 		}
 		return &hostChange{apply: func() error { delete(vm.pipes, key); return nil }}, nil
+	case strings.HasPrefix(p, hvServicePathPrefix):
+		return s.modifyHvServiceLocked(req, settings)
 	case p == schema2.ResourcePathVMMemory:
 		// hcsshim sends no RequestType for a resize (internal/uvm/memory_update.go).
 		if err := wantRequestType(req, "", schema2.RequestTypeUpdate); err != nil {
@@ -538,4 +542,43 @@ func (s *system) guestDirLocked(rt schema2.RequestType, md *schema2.MappedDirect
 	}
 	vm.dirs[key] = &guestDir{md: *md, target: target, share: name}
 	return nil
+}
+
+// modifyHvServiceLocked changes the VM's HvSocket service table. Update creates an entry that is
+// not there and replaces one that is; an Update with Disabled and no descriptors removes it;
+// Remove removes it (hcsshim's internal/uvm/hvsocket.go UpdateHvSocketService comment: "The same
+// call on HvSockets side handles the Create/Update/Delete cases"; Microsoft's schema documents
+// ServiceTable as keyed by service GUID). Assumptions (undocumented): Add is not a request type of
+// the table (hcsshim never sends one), removing an absent entry is ERROR_NOT_FOUND, and removing
+// one a hosted container uses (its credential instance's) is ERROR_BUSY, as for shares and pipes.
+func (s *system) modifyHvServiceLocked(req *schema2.ModifySettingRequest, settings []byte) (*hostChange, error) {
+	vm := s.vm
+	if err := wantRequestType(req, schema2.RequestTypeUpdate, schema2.RequestTypeRemove); err != nil {
+		return nil, err
+	}
+	id := req.ResourcePath[len(hvServicePathPrefix):]
+	if !guidRe.MatchString(id) {
+		return nil, errorf(computecore.E_INVALIDARG, "ResourcePath: %q: %q is not a service GUID", req.ResourcePath, id)
+	}
+	key := strings.ToLower(id)
+	remove := req.RequestType == schema2.RequestTypeRemove
+	var cfg schema2.HvSocketServiceConfig
+	if !remove {
+		if err := decodeSettings(settings, &cfg); err != nil {
+			return nil, err
+		}
+		remove = cfg.Disabled && cfg.BindSecurityDescriptor == "" && cfg.ConnectSecurityDescriptor == ""
+		if !remove {
+			return &hostChange{apply: func() error { vm.hvServices[key] = cfg; return nil }}, nil
+		}
+	}
+	if _, ok := vm.hvServices[key]; !ok {
+		return nil, errorf(errAbsent, "ResourcePath: %q: VM %q has no HvSocket service %s", req.ResourcePath, s.id, id)
+	}
+	for cid, h := range vm.hosted {
+		if slices.Contains(h.services, key) {
+			return nil, errorf(errShareInUse, "ResourcePath: %q: HvSocket service %s is used by container %q", req.ResourcePath, id, cid)
+		}
+	}
+	return &hostChange{apply: func() error { delete(vm.hvServices, key); return nil }}, nil
 }

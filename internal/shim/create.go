@@ -54,13 +54,7 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 		return nil, fmt.Errorf("task %s: %w", req.ID, err)
 	}
 	if iso == oci.IsolationHyperV {
-		if credSpec != "" {
-			// hcsshim gives a Hyper-V isolated container an HvSocket instance, whose service
-			// table entry the utility VM must carry (internal/credentials CreateCredentialGuard,
-			// step 4); the utility VM side is not written.
-			return nil, fmt.Errorf("task %s: windows.credentialSpec in a Hyper-V isolated container: gMSA through a utility VM is not implemented: %w", req.ID, errdefs.ErrNotImplemented)
-		}
-		return s.createHyperV(ctx, req, spec, opts, chain)
+		return s.createHyperV(ctx, req, spec, opts, chain, credSpec)
 	}
 	if err := s.refuseMixedPod(req.ID, spec); err != nil {
 		return nil, err

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/containerd/containerd/v2/core/events"
@@ -29,7 +31,7 @@ type fakeHost struct {
 	// staleCreated makes the handle CreateComputeSystem returns fail to terminate (as a handle
 	// whose HCS operation timed out does); a handle from OpenComputeSystem still works.
 	staleCreated bool
-	ccg          map[string]*schema2.ContainerCredentialGuardState
+	ccg          map[string]*schema2.ContainerCredentialGuardInstance
 }
 
 func newFakeHost() *fakeHost { return &fakeHost{systems: map[string]*fakeSystem{}} }
@@ -85,7 +87,8 @@ type fakeSystem struct {
 	procs      []*fakeProcess
 	nextPid    uint32
 	modified   []*schema2.ModifySettingRequest
-	stuck      bool // Properties blocks until its context ends
+	modifyErr  error // returned by Modify (after recording the request) when set
+	stuck      bool  // Properties blocks until its context ends
 	exitOnce   sync.Once
 	exited     chan struct{}
 	terminated int
@@ -152,8 +155,29 @@ func (s *fakeSystem) Properties(ctx context.Context, types ...schema2.PropertyTy
 func (s *fakeSystem) Modify(_ context.Context, r *schema2.ModifySettingRequest) error {
 	s.mu.Lock()
 	s.modified = append(s.modified, r)
+	err := s.modifyErr
 	s.mu.Unlock()
-	return nil
+	return err
+}
+
+// hvSocketServices is the VM's HvSocket service table as its modifies made it (the entries its
+// document started with aside): updated entries, less removed ones.
+func (s *fakeSystem) hvSocketServices() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set := map[string]bool{}
+	for _, r := range s.modified {
+		id, ok := strings.CutPrefix(r.ResourcePath, "VirtualMachine/Devices/HvSocket/HvSocketConfig/ServiceTable/")
+		if !ok || s.modifyErr != nil {
+			continue
+		}
+		if r.RequestType == schema2.RequestTypeRemove {
+			delete(set, id)
+		} else {
+			set[id] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
 }
 func (s *fakeSystem) CreateProcess(_ context.Context, pp *schema2.ProcessParameters) (task.HCSProcess, error) {
 	s.mu.Lock()
@@ -342,18 +366,29 @@ func (f *fakePublisher) all() []publishedEvent {
 func (h *fakeHost) HostProcessorCount(context.Context) (uint32, error) { return 4, nil }
 
 // Container Credential Guard instances of the fake host (task.CredentialGuards), by id.
-func (h *fakeHost) AddCredentialGuard(ctx context.Context, id, credSpec, transport string) (*schema2.ContainerCredentialGuardState, error) {
+// An HvSocket instance has a service GUID made from its id (fakeServiceID).
+func (h *fakeHost) AddCredentialGuard(ctx context.Context, id, credSpec, transport string) (*schema2.ContainerCredentialGuardInstance, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ccg == nil {
-		h.ccg = map[string]*schema2.ContainerCredentialGuardState{}
+		h.ccg = map[string]*schema2.ContainerCredentialGuardInstance{}
 	}
 	if _, ok := h.ccg[id]; ok {
 		return nil, errdefs.ErrAlreadyExists
 	}
-	st := &schema2.ContainerCredentialGuardState{Cookie: "cookie-" + id, RpcEndpoint: "ep-" + id, Transport: transport, CredentialSpec: credSpec}
-	h.ccg[id] = st
-	return st, nil
+	in := &schema2.ContainerCredentialGuardInstance{Id: id, CredentialGuard: &schema2.ContainerCredentialGuardState{
+		Cookie: "cookie-" + id, RpcEndpoint: "ep-" + id, Transport: transport, CredentialSpec: credSpec}}
+	if transport == schema2.CCGTransportHvSocket {
+		in.HvSocketConfig = &schema2.ContainerCredentialGuardHvSocketServiceConfig{ServiceId: fakeServiceID(id),
+			ServiceConfig: &schema2.HvSocketServiceConfig{ConnectSecurityDescriptor: "D:P(A;;FA;;;SY)"}}
+	}
+	h.ccg[id] = in
+	return in, nil
+}
+
+// fakeServiceID is the HvSocket service GUID of the fake host's instance id.
+func fakeServiceID(id string) string {
+	return fmt.Sprintf("%08x-0000-4000-8000-000000000000", crc32.ChecksumIEEE([]byte(id)))
 }
 
 func (h *fakeHost) RemoveCredentialGuard(ctx context.Context, id string) error {

@@ -30,7 +30,7 @@ func (h hcsHost) OpenComputeSystem(ctx context.Context, id string) (task.System,
 }
 
 // AddCredentialGuard and RemoveCredentialGuard make the host a task.CredentialGuards.
-func (h hcsHost) AddCredentialGuard(ctx context.Context, id, credSpec, transport string) (*schema2.ContainerCredentialGuardState, error) {
+func (h hcsHost) AddCredentialGuard(ctx context.Context, id, credSpec, transport string) (*schema2.ContainerCredentialGuardInstance, error) {
 	return h.c.AddCredentialGuard(ctx, id, credSpec, transport)
 }
 

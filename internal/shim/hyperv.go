@@ -36,8 +36,8 @@ type processorCounter interface {
 }
 
 // createHyperV creates a task of a Hyper-V isolated pod: the sandbox (its VM) or a container
-// in the pod's VM.
-func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskRequest, spec *specs.Spec, opts *options.Options, chain *layers.Chain) (*task.Task, error) {
+// in the pod's VM. credSpec is the checked credential spec ("" if none).
+func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskRequest, spec *specs.Spec, opts *options.Options, chain *layers.Chain, credSpec string) (*task.Task, error) {
 	kind := spec.Annotations[oci.AnnotationContainerType]
 	sandboxID := spec.Annotations[oci.AnnotationSandboxID]
 	io := stdio.Config{Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, Terminal: req.Terminal}
@@ -46,6 +46,11 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 		// hcsshim's createPod: the sandbox names itself.
 		if sandboxID != "" && sandboxID != req.ID {
 			return nil, fmt.Errorf("task %s: annotation %s=%q: a sandbox must name itself: %w", req.ID, oci.AnnotationSandboxID, sandboxID, errdefs.ErrFailedPrecondition)
+		}
+		if credSpec != "" {
+			// The sandbox is the VM and runs no container that could use a gMSA (hcsshim's
+			// pod sandbox task makes no container either).
+			return nil, fmt.Errorf("task %s: windows.credentialSpec on a Hyper-V pod's sandbox, which runs no container: give it to the pod's containers: %w", req.ID, errdefs.ErrInvalidArgument)
 		}
 		if other := s.hyperVSandbox(); other != nil {
 			return nil, fmt.Errorf("task %s: this shim already serves the Hyper-V pod %s: %w", req.ID, other.ID(), errdefs.ErrAlreadyExists)
@@ -77,7 +82,8 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 			IO:       io,
 			Hosted:   &task.HostedConfig{VM: sandbox.VM(), ScratchDisk: uvm.ScratchDisk(chain.Scratch)},
 			// Refused: the pod's network is its sandbox's (createHosted).
-			Endpoints: task.OwnEndpoints(spec),
+			Endpoints:      task.OwnEndpoints(spec),
+			CredentialSpec: credSpec,
 		})
 	}
 	if kind != "" {
@@ -95,7 +101,7 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 		return nil, err
 	}
 	return task.CreateStandalone(ctx, s.deps, o, task.Config{ID: req.ID, Bundle: req.Bundle, Chain: chain, Document: doc, Process: spec.Process, IO: io,
-		Endpoints: task.OwnEndpoints(spec)}, uvm.ScratchDisk(chain.Scratch))
+		Endpoints: task.OwnEndpoints(spec), CredentialSpec: credSpec}, uvm.ScratchDisk(chain.Scratch))
 }
 
 // vmOptions sizes the utility VM of the task id (<id>@vm) and finds its boot layer among the

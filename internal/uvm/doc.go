@@ -31,6 +31,8 @@
 //   - scsi.go: SCSI disks on controller 0 (LUN 0 is the VM's own scratch), each attached and
 //     then mounted in the guest (MappedVirtualDisk) at c:\mounts\scsi\m<n>.
 //   - pipes.go: host named pipes mapped into the VM (VirtualMachine/Devices/MappedPipes).
+//   - hvsocket.go: HvSocket service table entries (a gMSA container's Container Credential
+//     Guard instance), one user each, added and removed with the container.
 //   - layers.go: a container's storage: a share per read-only layer, the scratch on SCSI and the
 //     layers combined in the guest (CombinedLayers); Release undoes it in reverse order.
 //   - network.go: the pod's HNS namespace added to the guest and its endpoints as NICs of the

@@ -357,3 +357,33 @@ func TestStats(t *testing.T) {
 		t.Errorf("stats %v", st)
 	}
 }
+
+// TestHvSocketService: a service entry is an Update at its ServiceTable path with the service's
+// config (HCS has no Add there), and a Remove; a bad id is refused before HCS; with the VM gone
+// the Remove needs no HCS call.
+func TestHvSocketService(t *testing.T) {
+	ctx := context.Background()
+	vm, sys := startVM(t)
+	const id = "6f5a2c11-7a3e-4f0e-9a57-3c1d2b0e4f10"
+	cfg := &schema2.HvSocketServiceConfig{BindSecurityDescriptor: "D:P(A;;FA;;;SY)", ConnectSecurityDescriptor: "D:P(A;;FA;;;SY)"}
+	if err := vm.AddHvSocketService(ctx, id, cfg); err != nil {
+		t.Fatal(err)
+	}
+	path := "VirtualMachine/Devices/HvSocket/HvSocketConfig/ServiceTable/" + id
+	if got := sys.calls(); len(got) != 1 || got[0] != "Update "+path || sys.docs[0] != `{"BindSecurityDescriptor":"D:P(A;;FA;;;SY)","ConnectSecurityDescriptor":"D:P(A;;FA;;;SY)"}` {
+		t.Errorf("requests %q, settings %q: want one Update with the config", got, sys.docs)
+	}
+	if err := vm.AddHvSocketService(ctx, "ccg", cfg); !errdefs.IsInvalidArgument(err) {
+		t.Errorf("a service id that is not a GUID: %v, want InvalidArgument", err)
+	}
+	if err := vm.RemoveHvSocketService(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if got := sys.calls(); len(got) != 2 || got[1] != "Remove "+path || sys.docs[1] != "null" {
+		t.Errorf("requests %q, settings %q: want a Remove without settings", got, sys.docs)
+	}
+	sys.crash()
+	if err := vm.RemoveHvSocketService(ctx, id); err != nil || len(sys.calls()) != 2 {
+		t.Errorf("Remove on a gone VM: %v, %d requests", err, len(sys.calls()))
+	}
+}

@@ -69,10 +69,21 @@ type ContainerCredentialGuardState struct {
 }
 
 // ContainerCredentialGuardInstance is one instance in ContainerCredentialGuardSystemInfo.
+// HvSocketConfig is set for an instance of transport HvSocket: the service a container in a
+// utility VM reaches the instance through, which the client adds to that VM's HvSocket service
+// table (hcsshim hcsoci/resources_wcow.go: "By default HVSocket won't allow something inside the
+// VM to connect back to a process on the host").
 type ContainerCredentialGuardInstance struct {
-	Id              string                         `json:"Id,omitempty"`
-	CredentialGuard *ContainerCredentialGuardState `json:"CredentialGuard,omitempty"`
-	HvSocketConfig  json.RawMessage                `json:"HvSocketConfig,omitempty"`
+	Id              string                                         `json:"Id,omitempty"`
+	CredentialGuard *ContainerCredentialGuardState                 `json:"CredentialGuard,omitempty"`
+	HvSocketConfig  *ContainerCredentialGuardHvSocketServiceConfig `json:"HvSocketConfig,omitempty"`
+}
+
+// ContainerCredentialGuardHvSocketServiceConfig is the HvSocket service of an instance: its
+// service GUID (the key of its entry in the VM's ServiceTable) and the entry.
+type ContainerCredentialGuardHvSocketServiceConfig struct {
+	ServiceId     string                 `json:"ServiceId,omitempty"`
+	ServiceConfig *HvSocketServiceConfig `json:"ServiceConfig,omitempty"`
 }
 
 // ContainerCredentialGuardSystemInfo is the service property "ContainerCredentialGuard": every
@@ -173,6 +184,10 @@ func ParseCredentialSpec(field, doc string) (*CredentialSpec, error) {
 	}
 	return &c, nil
 }
+
+// IsGUID reports whether s has a GUID's form (8-4-4-4-12 hex digits, no braces), as HvSocket
+// service ids and domain GUIDs are written.
+func IsGUID(s string) bool { return guidForm.MatchString(s) }
 
 // dnsName reports whether s is a DNS name: dot-separated labels of letters, digits and hyphens.
 func dnsName(s string) bool {

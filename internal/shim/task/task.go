@@ -103,13 +103,10 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 	acquired.bundle = c.Bundle
 
 	if c.Hosted != nil {
-		if c.CredentialSpec != "" {
-			return nil, fmt.Errorf("task %s: windows.credentialSpec in a Hyper-V isolated container: gMSA through a utility VM (an HvSocket Container Credential Guard instance) is not implemented: %w", c.ID, errdefs.ErrNotImplemented)
-		}
-		return createHostedTask(ctx, deps, c, &acquired)
+		return createHostedTask(ctx, deps, c, state, &acquired)
 	}
 	if c.CredentialSpec != "" {
-		if err := addCCG(ctx, deps, c, state, &acquired); err != nil {
+		if _, err := addCCG(ctx, deps, c, state, &acquired, schema2.CCGTransportLRPC); err != nil {
 			return nil, err
 		}
 	}
@@ -157,8 +154,8 @@ func Create(ctx context.Context, deps Deps, c Config) (_ *Task, retErr error) {
 }
 
 // createHostedTask is the rest of Create for a container in a utility VM (uvm.go).
-func createHostedTask(ctx context.Context, deps Deps, c Config, acquired *resources) (*Task, error) {
-	sys, err := createHosted(ctx, deps, c, acquired)
+func createHostedTask(ctx context.Context, deps Deps, c Config, state *bundleState, acquired *resources) (*Task, error) {
+	sys, err := createHosted(ctx, deps, c, state, acquired)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +166,7 @@ func createHostedTask(ctx context.Context, deps Deps, c Config, acquired *resour
 		return nil, fmt.Errorf("start compute system %q in utility VM %s: %w", c.ID, c.Hosted.VM.ID(), err)
 	}
 	t := &Task{deps: deps, id: c.ID, bundle: c.Bundle, sys: sys, vm: c.Hosted.VM, vmRelease: acquired.vmRelease,
-		netns: acquired.namespace, endpoints: acquired.endpoints, execs: map[string]*Process{}}
+		netns: acquired.namespace, endpoints: acquired.endpoints, ccg: acquired.ccg, execs: map[string]*Process{}}
 	t.init = newProcess(t, "", c.Process, c.IO)
 	go t.watchVM(deps.Ctx)
 	log.G(ctx).WithFields(log.Fields{"task": c.ID, "system": c.Hosted.VM.ID()}).Info("compute system created in the utility VM")

@@ -130,7 +130,7 @@ func TimeoutFromEnv() (time.Duration, error) {
 
 // CredentialGuards is what a task needs of HCS's Container Credential Guard (*hcs.Client).
 type CredentialGuards interface {
-	AddCredentialGuard(ctx context.Context, id, credSpec, transport string) (*schema2.ContainerCredentialGuardState, error)
+	AddCredentialGuard(ctx context.Context, id, credSpec, transport string) (*schema2.ContainerCredentialGuardInstance, error)
 	RemoveCredentialGuard(ctx context.Context, id string) error
 }
 

@@ -164,7 +164,7 @@ type HostedConfig struct {
 // the document is a HostedSystem naming the VM (hcsshim's internal/uvm/create.go
 // CreateContainer, the HCS-mediated path). The VM's resources are released in reverse order
 // when the task is (acquired.vmRelease), and the VM is left running.
-func createHosted(ctx context.Context, deps Deps, c Config, acquired *resources) (System, error) {
+func createHosted(ctx context.Context, deps Deps, c Config, state *bundleState, acquired *resources) (System, error) {
 	vm := c.Hosted.VM
 	if c.Hosted.OwnsVM {
 		// First acquired, so released last (release runs vmRelease in reverse).
@@ -200,6 +200,11 @@ func createHosted(ctx context.Context, deps Deps, c Config, acquired *resources)
 	} else if len(c.Endpoints) > 0 {
 		// A container of a Hyper-V pod has its pod's network: the NICs of the pod's VM.
 		return nil, fmt.Errorf("task %s: windows.network.endpointList without a namespace in a Hyper-V pod: its containers share the pod's network (the sandbox's namespace, the VM's NICs): %w", c.ID, errdefs.ErrFailedPrecondition)
+	}
+	if c.CredentialSpec != "" {
+		if err := addHostedCCG(ctx, deps, c, vm, state, acquired); err != nil {
+			return nil, err
+		}
 	}
 	st, err := vm.MountLayers(ctx, c.Chain.Parents, c.Hosted.ScratchDisk)
 	if err != nil {
