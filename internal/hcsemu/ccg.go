@@ -2,8 +2,10 @@ package hcsemu
 
 import (
 	"crypto/rand"
+	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -80,7 +82,7 @@ func (t *ccgTable) modify(settings json.RawMessage) error {
 		if add.Transport == schema2.CCGTransportHvSocket {
 			// An HvSocket instance is reached through a service of its own, which the client
 			// adds to the VM of the container (hcsshim CreateCredentialGuard, step 4).
-			in.hv = &schema2.ContainerCredentialGuardHvSocketServiceConfig{ServiceId: newGUID(), ServiceConfig: ccgServiceConfig()}
+			in.hv = &schema2.ContainerCredentialGuardHvSocketServiceConfig{ServiceId: CCGServiceID(add.Id), ServiceConfig: ccgServiceConfig()}
 		}
 		t.byID[add.Id] = in
 		return nil
@@ -183,6 +185,18 @@ const NetworkIdentityVariable = "HCSEMU_NETWORK_IDENTITY"
 func (d *domainIdentity) addTo(env map[string]string) {
 	env["USERDNSDOMAIN"] = strings.ToUpper(d.dns)
 	env[NetworkIdentityVariable] = d.netBIOS + `\` + d.account + "$"
+}
+
+// CCGServiceID is the HvSocket service GUID of the emulator's instance id. Assumption: CCG's
+// service GUIDs are opaque (undocumented); the emulator derives them from the instance id (a
+// name-based GUID, RFC 9562 version 5 form) so that a test can name the entry of an instance
+// already removed, and ask the VM whether it is still there.
+func CCGServiceID(instanceID string) string {
+	h := sha1.Sum([]byte("hcsemu-ccg-hvsocket-service\x00" + instanceID))
+	b := h[:16]
+	b[6] = b[6]&0x0f | 0x50
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 func randomHex(n int) string {

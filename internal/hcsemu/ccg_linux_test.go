@@ -145,7 +145,7 @@ func TestHostedCredentialGuard(t *testing.T) {
 	ctx := context.Background()
 	hv := addCCG(t, e, "gmsa-hv", schema2.CCGTransportHvSocket)
 	lrpc := addCCG(t, e, "gmsa-lrpc", schema2.CCGTransportLRPC)
-	if hv.HvSocketConfig == nil || !guidRe.MatchString(hv.HvSocketConfig.ServiceId) || hv.HvSocketConfig.ServiceConfig == nil {
+	if hv.HvSocketConfig == nil || hv.HvSocketConfig.ServiceId != CCGServiceID("gmsa-hv") || !guidRe.MatchString(hv.HvSocketConfig.ServiceId) || hv.HvSocketConfig.ServiceConfig == nil {
 		t.Fatalf("HvSocket instance %+v: want an HvSocketConfig with a service GUID", hv)
 	}
 	if lrpc.HvSocketConfig != nil {
