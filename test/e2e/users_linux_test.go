@@ -18,8 +18,8 @@ import (
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu"
 	emuclient "github.com/openhcs/runhcs/internal/hcsemu/client"
-	"github.com/openhcs/runhcs/test/e2e/harness"
 	"github.com/openhcs/runhcs/protocols/options"
+	"github.com/openhcs/runhcs/test/e2e/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
 
