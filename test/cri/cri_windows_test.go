@@ -90,10 +90,16 @@ func TestVersion(t *testing.T) {
 // runPod runs a pod with the default handler and removes it at the end of the test.
 func runPod(t *testing.T, n *node, name string) (string, *runtimeapi.PodSandboxConfig) {
 	t.Helper()
+	return runPodWith(t, n, name, "")
+}
+
+// runPodWith is runPod with the runtime handler handler ("" for the default).
+func runPodWith(t *testing.T, n *node, name, handler string) (string, *runtimeapi.PodSandboxConfig) {
+	t.Helper()
 	cfg := podConfig(t, name)
-	id, err := n.rt.RunPodSandbox(ctx(t), cfg, "")
+	id, err := n.rt.RunPodSandbox(ctx(t), cfg, handler)
 	if err != nil {
-		t.Fatalf("RunPodSandbox: %v", err)
+		t.Fatalf("RunPodSandbox (handler %q): %v", handler, err)
 	}
 	t.Cleanup(func() {
 		c, cancel := context.WithTimeout(context.Background(), rpcTimeout)

@@ -5,6 +5,7 @@ package cri
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/openhcs/runhcs/internal/hcs"
+	"github.com/openhcs/runhcs/internal/hcs/schema2"
 )
 
 // Issue 16 through CRI: kubelet's windowsOptions.runAsUserName becomes
@@ -177,12 +179,20 @@ func credentialGuards(t *testing.T) []string {
 	return ids
 }
 
-// TestGMSA runs a container with a gMSA credential spec through CRI: it sees its domain and the
-// account it has on the network, its Container Credential Guard instance lives as long as its
-// task, and a bad spec is refused naming the field with nothing left.
+// TestGMSA runs a container with a gMSA credential spec through CRI, in a process-isolated pod
+// (default handler) and in a Hyper-V isolated one (runhcs-wcow-hypervisor): it sees its domain
+// and the account it has on the network, its Container Credential Guard instance lives as long as
+// its task (and in a Hyper-V pod the instance's HvSocket service in the pod's utility VM too), and
+// a bad spec is refused naming the field with nothing left.
 func TestGMSA(t *testing.T) {
 	n := connect(t)
-	pod, podCfg := runPod(t, n, "pod-gmsa")
+	for _, c := range []struct{ name, handler string }{{"process", ""}, {"hyperv", hypervHandler}} {
+		t.Run(c.name, func(t *testing.T) { testGMSA(t, n, c.handler) })
+	}
+}
+
+func testGMSA(t *testing.T, n *node, handler string) {
+	pod, podCfg := runPodWith(t, n, "pod-gmsa", handler)
 	if got := credentialGuards(t); len(got) != 0 {
 		t.Fatalf("Container Credential Guard instances before the test: %v", got)
 	}
@@ -190,8 +200,28 @@ func TestGMSA(t *testing.T) {
 	cfg := containerConfig("gmsa", "sleep", "600")
 	cfg.Windows.SecurityContext.CredentialSpec = gmsaSpec
 	id := startContainer(t, n, pod, podCfg, cfg)
-	if got := credentialGuards(t); len(got) != 1 || got[0] != id {
-		t.Fatalf("Container Credential Guard instances %v, want [%s]", got, id)
+	in, err := hcs.NewHostClient().CredentialGuards(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport := schema2.CCGTransportLRPC
+	if handler == hypervHandler {
+		transport = schema2.CCGTransportHvSocket
+	}
+	if len(in) != 1 || in[0].Id != id || in[0].CredentialGuard == nil || in[0].CredentialGuard.Transport != transport {
+		t.Fatalf("Container Credential Guard instances %+v, want one of transport %s for %s", in, transport, id)
+	}
+	// A Hyper-V pod's VM carries the instance's HvSocket service while the container lives:
+	// removing it is refused as in use (ERROR_BUSY).
+	vmID, svc := pod+"@vm", ""
+	if handler == hypervHandler {
+		if in[0].HvSocketConfig == nil {
+			t.Fatalf("HvSocket instance %+v without its service", in[0])
+		}
+		svc = in[0].HvSocketConfig.ServiceId
+		if err := removeHvSocketService(t, vmID, svc); err == nil || !strings.Contains(err.Error(), "0x800700aa") {
+			t.Errorf("the instance's HvSocket service in VM %s: remove answered %v, want ERROR_BUSY (there, in use)", vmID, err)
+		}
 	}
 	stdout, stderr, err := n.rt.ExecSync(ctx(t), id, []string{workload, "whoami"}, time.Minute)
 	if want := "user=User Manager\\ContainerAdministrator\nnetwork=CONTOSO\\webapp01$\nuid=0 gid=0\n"; err != nil || string(stdout) != want {
@@ -210,6 +240,11 @@ func TestGMSA(t *testing.T) {
 	}
 	if got := credentialGuards(t); len(got) != 0 {
 		t.Errorf("Container Credential Guard instances after RemoveContainer: %v, want none", got)
+	}
+	if svc != "" {
+		if err := removeHvSocketService(t, vmID, svc); !hcs.IsGone(err) {
+			t.Errorf("HvSocket service %s of VM %s after RemoveContainer: remove answered %v, want not found (the entry left behind)", svc, vmID, err)
+		}
 	}
 
 	// containerd's CRI passes the spec on unchecked and creates the task in StartContainer, so
@@ -231,4 +266,17 @@ func TestGMSA(t *testing.T) {
 	if systems := computeSystems(t); containsPrefix(systems, id) {
 		t.Errorf("compute systems after a refused start: %v; want none of %s", systems, id)
 	}
+}
+
+// removeHvSocketService asks utility VM vmID to remove HvSocket service svc, as any HCS client
+// could: the answer says whether the entry is there (ERROR_BUSY while a container uses it, not
+// found once it is gone); HCS has no property listing a VM's service table.
+func removeHvSocketService(t *testing.T, vmID, svc string) error {
+	t.Helper()
+	vm, err := hcs.NewHostClient().OpenComputeSystem(ctx(t), vmID)
+	if err != nil {
+		t.Fatalf("open utility VM %s: %v", vmID, err)
+	}
+	defer vm.Close()
+	return vm.Modify(ctx(t), &schema2.ModifySettingRequest{ResourcePath: fmt.Sprintf(schema2.ResourcePathHvSocketServiceFormat, svc), RequestType: schema2.RequestTypeRemove})
 }
