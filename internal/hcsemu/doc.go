@@ -179,9 +179,11 @@
 // of a pipe added to the VM. The image's build (OSBuildFile in the base layer, the last of
 // Storage.Layers) must not be newer than the VM's, else HCS_E_IMAGE_MISMATCH. Its processes run in the VM's
 // namespaces, in a cgroup nested in the VM's (Container.Memory and Processor apply inside the
-// VM's own limits). A process-isolated container whose image build differs from the host's
-// fails to create with HCS_E_IMAGE_MISMATCH ("the operating system of the container does not
-// match the operating system of the host", VirtDocs version-compatibility).
+// VM's own limits). A process-isolated container whose image build the host does not run fails
+// to create with HCS_E_IMAGE_MISMATCH ("the operating system of the container does not match the
+// operating system of the host", naming both builds): the builds must be equal, except that a
+// host from Windows Server 2022 on also runs images from the latest LTSC before it up to its own
+// build (a 2025 host runs 2022 images; VirtDocs version-compatibility, processIsolationRuns).
 //
 // OS builds: the host's is --os-version; a layer's is the first line of OSBuildFile,
 // Windows\System32\hcsemu-osbuild.txt, under its Files\ (and UtilityVM\Files\ for the VM it

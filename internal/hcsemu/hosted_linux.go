@@ -281,7 +281,9 @@ func (s *system) checkProcessIsolatedBuildLocked() error {
 		return err
 	}
 	host, _ := parseOSBuild(s.e.cfg.OSVersion)
-	if b.Build != host.Build {
+	if !processIsolationRuns(host, b) {
+		// HCS_E_IMAGE_MISMATCH's message is "The container operating system does not match
+		// the host operating system." (winerror.h); the emulator adds both builds.
 		return errorf(computecore.HCS_E_IMAGE_MISMATCH, "Container.Storage.Path: the operating system of the container (build %s) does not match the operating system of the host (build %s)", b.Version, host.Version)
 	}
 	return nil

@@ -492,7 +492,8 @@ func TestVMBudgetAndBuilds(t *testing.T) {
 		t.Errorf("VM without boot files: %v, want HCS_E_TERMINATED_DURING_START", err)
 	}
 
-	// Process isolation needs the host's build exactly.
+	// Process isolation runs only images of a build the host accepts (a 2016 image on this
+	// engine's host is refused; the table is TestProcessIsolationRuns).
 	older := filepath.Join(newLayer(t, "10.0.14393.1", false), "Files")
 	doc := `{"SchemaVersion":{"Major":2,"Minor":1},"Container":{"Storage":{"Path":"` + older + `"}}}`
 	if _, err := e.CreateSystem(context.Background(), "proc", doc, newRecorder()); !errors.Is(err, computecore.HCS_E_IMAGE_MISMATCH) {

@@ -2,11 +2,13 @@ package shim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	taskapi "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/errdefs"
 
+	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/layers"
 	"github.com/openhcs/runhcs/internal/oci"
 	"github.com/openhcs/runhcs/internal/shim/stdio"
@@ -68,8 +70,11 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 		return nil, fmt.Errorf("task %s: %w", req.ID, err)
 	}
 	// The image's OS build is not known here: containerd passes neither the image config nor
-	// its os.version to a shim, so the process-isolation build check is left to HCS.
-	return task.Create(ctx, s.deps, task.Config{
+	// its os.version to a shim (its CRI filters images by os.version when it pulls them), so
+	// the process-isolation build check is HCS's ("the OS compute service will return a version
+	// incompatibility error", VirtDocs version-compatibility.md; hcsshim makes no check of its
+	// own either); the shim makes its refusal say what to do (imageMismatch).
+	t, err := task.Create(ctx, s.deps, task.Config{
 		ID:       req.ID,
 		Bundle:   req.Bundle,
 		Chain:    chain,
@@ -80,4 +85,30 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 		Endpoints:      task.OwnEndpoints(spec),
 		CredentialSpec: credSpec,
 	})
+	if errors.Is(err, computecore.HCS_E_IMAGE_MISMATCH) {
+		return nil, s.imageMismatch(ctx, req.ID, err)
+	}
+	return t, err
+}
+
+// osVersioner is what the shim needs to name the host's build in an error (an *hcs.Client's
+// HostOSVersion, through hcsHost).
+type osVersioner interface {
+	HostOSVersion(ctx context.Context) (string, error)
+}
+
+// imageMismatch explains HCS's HCS_E_IMAGE_MISMATCH for a process-isolated container, whose
+// message ("The operating system of the container does not match the operating system of the
+// host") names no build: the host's build, the rule, and the two ways out.
+func (s *service) imageMismatch(ctx context.Context, id string, err error) error {
+	host := "unknown"
+	if v, ok := s.deps.Host.(osVersioner); ok {
+		qctx, cancel := context.WithTimeout(ctx, task.HCSCallTimeout)
+		if hv, herr := v.HostOSVersion(qctx); herr == nil {
+			host = hv
+		}
+		cancel()
+	}
+	return fmt.Errorf("task %s: process isolation runs only images of the host's Windows build (host: %s; from Windows Server 2022 on also those of the previous LTSC build): "+
+		"use an image of the host's build, or Hyper-V isolation (runtime handler runhcs-wcow-hypervisor), which runs older builds: %w", id, host, err)
 }

@@ -406,3 +406,6 @@ func (h *fakeHost) credentialGuards() []string {
 	defer h.mu.Unlock()
 	return slices.Sorted(maps.Keys(h.ccg))
 }
+
+// HostOSVersion makes the fake host an osVersioner (create.go): Windows Server 2022.
+func (h *fakeHost) HostOSVersion(context.Context) (string, error) { return "10.0.20348.1", nil }

@@ -38,6 +38,11 @@ func (h hcsHost) RemoveCredentialGuard(ctx context.Context, id string) error {
 	return h.c.RemoveCredentialGuard(ctx, id)
 }
 
+// HostOSVersion is the host's Windows build (osVersioner, create.go).
+func (h hcsHost) HostOSVersion(ctx context.Context) (string, error) {
+	return h.c.HostOSVersion(ctx)
+}
+
 // hcsSystem adapts *hcs.System, whose CreateProcess returns the concrete *hcs.Process.
 type hcsSystem struct{ *hcs.System }
 

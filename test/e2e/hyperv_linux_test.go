@@ -27,7 +27,7 @@ import (
 
 // Builds of the Hyper-V suite (Microsoft's version-compatibility table, in
 // ../shared/notes/hyperv-facts.md §4): a Windows Server 2025 host runs 2019 and 2022 images in
-// Hyper-V isolation, but only 2025 images in process isolation; an image newer than the
+// Hyper-V isolation, but only 2025 and 2022 images in process isolation; an image newer than the
 // utility VM (booted from the 2025 pause image) does not run in it.
 const (
 	hvHostBuild  = "10.0.26100.1" // WS2025, the emulated host
@@ -257,10 +257,39 @@ func TestHyperV(t *testing.T) {
 	})
 
 	t.Run("the older image under process isolation fails", func(t *testing.T) {
+		// Refused by HCS at create (the shim cannot know the image's build: containerd passes
+		// it no image config), naming both builds and the way out.
 		_, err := env.StartTask(ctx, t, harness.TaskRun{ID: "proc-2019", Image: ltsc2019, Args: workload("echo", "never")})
 		if err == nil || !strings.Contains(err.Error(), "0x80370101") {
-			t.Errorf("a %s image process-isolated on a %s host: %v, want HCS_E_IMAGE_MISMATCH (0x80370101)", hvBuild2019, hvHostBuild, err)
+			t.Fatalf("a %s image process-isolated on a %s host: %v, want HCS_E_IMAGE_MISMATCH (0x80370101)", hvBuild2019, hvHostBuild, err)
 		}
+		for _, want := range []string{"build " + hvBuild2019, "host: " + hvHostBuild, "runhcs-wcow-hypervisor"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the refusal %q does not name %q", err, want)
+			}
+		}
+		systems, err := env.ComputeSystems(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range systems {
+			if s.Id == "proc-2019" {
+				t.Errorf("compute system %s left after the refused create", s.Id)
+			}
+		}
+	})
+
+	t.Run("a 2022 image under process isolation runs on a 2025 host", func(t *testing.T) {
+		// Microsoft's table: a 2025 host runs 2022 images process-isolated (not 2019 ones).
+		tk, err := env.StartTask(ctx, t, harness.TaskRun{ID: "proc-2022", Image: ltsc2022, Args: workload("echo", "2022 on 2025")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, err := waitExit(t, "proc-2022", tk.Exit, 2*time.Minute)
+		if err != nil || code != 0 || tk.Stdout() != "2022 on 2025\n" {
+			t.Errorf("exit %d, %v, output %q", code, err, tk.Stdout())
+		}
+		deleteTask(ctx, t, tk)
 	})
 
 	t.Run("memory is the VM's", func(t *testing.T) {
