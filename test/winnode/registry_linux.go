@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/openhcs/runhcs/internal/hcsemu"
@@ -34,7 +35,16 @@ var (
 	// UserImage is TestImage with ContainerUser as its default user (image config User), as
 	// nanoserver's is.
 	UserImage = "runhcs/test-containeruser:latest"
+	// OtherBuildImage is TestImage of Windows Server 2019 (10.0.17763.1, another build than the
+	// node's 20348) that says so (os.version); UndeclaredBuildImage is the same image without
+	// os.version (in neither its config nor the index), as images some tools build are: the
+	// process-isolation build rule (test/cri TestImageBuildRule).
+	OtherBuildImage      = "runhcs/test-ltsc2019:latest"
+	UndeclaredBuildImage = "runhcs/test-ltsc2019-undeclared:latest"
 )
+
+// otherBuild is OtherBuildImage's Windows build.
+const otherBuild = "10.0.17763.1"
 
 // startRegistry serves go-containerregistry's registry (it accepts pushes) on a loopback port of
 // the emulated host's namespace and pushes the test images into it.
@@ -59,6 +69,12 @@ func (n *node) startRegistry(ctx context.Context) (string, error) {
 	pause.Cmd = []string{image.WorkloadPath, "sleep", "31536000"} // a year: until the pod stops
 	user := image.Default(workload)
 	user.User = "ContainerUser"
+	other := image.Default(workload)
+	other.OSVersion = otherBuild
+	other.Layers = []image.Layer{image.BaseLayer(workload, image.BaseOptions{UtilityVM: true, OSVersion: otherBuild})}
+	undeclared := image.Default(workload)
+	undeclared.OSVersion = ""
+	undeclared.Layers = other.Layers
 	// The push dials in the host namespace, as every client of the registry does.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = func(ctx context.Context, network, a string) (net.Conn, error) {
@@ -69,8 +85,10 @@ func (n *node) startRegistry(ctx context.Context) (string, error) {
 		})
 		return c, err
 	}
-	for repo, img := range map[string]*image.Image{TestImage: test, PauseImage: pause, UserImage: user} {
-		if err := push(ctx, tr, addr+"/"+repo, img); err != nil {
+	for repo, img := range map[string]*image.Image{TestImage: test, PauseImage: pause, UserImage: user, OtherBuildImage: other, UndeclaredBuildImage: undeclared} {
+		// OtherBuildImage is an index, as Microsoft publishes its images: its manifest's
+		// descriptor carries the platform containerd matches at pull time.
+		if err := push(ctx, tr, addr+"/"+repo, img, repo == OtherBuildImage); err != nil {
 			return "", fmt.Errorf("push %s: %w", repo, err)
 		}
 	}
@@ -78,8 +96,9 @@ func (n *node) startRegistry(ctx context.Context) (string, error) {
 }
 
 // push uploads img (the OCI archive test/image writes) to ref, REGISTRY/REPO:TAG, with the
-// distribution API's monolithic blob upload and a manifest PUT.
-func push(ctx context.Context, tr http.RoundTripper, ref string, img *image.Image) error {
+// distribution API's monolithic blob upload and a manifest PUT; with asIndex the tag names an
+// image index of that one manifest, with its platform.
+func push(ctx context.Context, tr http.RoundTripper, ref string, img *image.Image, asIndex bool) error {
 	var buf bytes.Buffer
 	if err := img.WriteOCI(&buf); err != nil {
 		return err
@@ -162,6 +181,21 @@ func push(ctx context.Context, tr http.RoundTripper, ref string, img *image.Imag
 			return err
 		}
 	}
-	_, err = do(http.MethodPut, "http://"+host+"/v2/"+repo+"/manifests/"+tag, mdesc.MediaType, mb, http.StatusCreated)
+	if !asIndex {
+		_, err = do(http.MethodPut, "http://"+host+"/v2/"+repo+"/manifests/"+tag, mdesc.MediaType, mb, http.StatusCreated)
+		return err
+	}
+	if _, err := do(http.MethodPut, "http://"+host+"/v2/"+repo+"/manifests/"+mdesc.Digest.String(), mdesc.MediaType, mb, http.StatusCreated); err != nil {
+		return err
+	}
+	if mdesc.Platform == nil {
+		return fmt.Errorf("index.json: the manifest has no platform")
+	}
+	ib, err := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex,
+		Manifests: []ocispec.Descriptor{{MediaType: mdesc.MediaType, Digest: mdesc.Digest, Size: mdesc.Size, Platform: mdesc.Platform}}})
+	if err != nil {
+		return err
+	}
+	_, err = do(http.MethodPut, "http://"+host+"/v2/"+repo+"/manifests/"+tag, ocispec.MediaTypeImageIndex, ib, http.StatusCreated)
 	return err
 }
