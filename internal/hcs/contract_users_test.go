@@ -83,4 +83,16 @@ func TestContractCredentialGuard(t *testing.T) {
 	if err := env.hcs.RemoveCredentialGuard(ctx, id); !IsGone(err) {
 		t.Errorf("removing it again: %v, want not found", err)
 	}
+
+	// An instance for a container in a utility VM (transport HvSocket) comes with the HvSocket
+	// service the VM must carry (hcsshim's resources_wcow.go adds it to the VM).
+	hvID := id + "-hv"
+	hv, err := env.hcs.AddCredentialGuard(ctx, hvID, contractCredSpec, schema2.CCGTransportHvSocket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.hcs.RemoveCredentialGuard(ctx, hvID)
+	if hv.CredentialGuard.Transport != schema2.CCGTransportHvSocket || hv.HvSocketConfig == nil || !schema2.IsGUID(hv.HvSocketConfig.ServiceId) || hv.HvSocketConfig.ServiceConfig == nil {
+		t.Errorf("HvSocket instance %+v (service %+v), want a service GUID and its config", hv.CredentialGuard, hv.HvSocketConfig)
+	}
 }
