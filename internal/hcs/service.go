@@ -103,7 +103,7 @@ func (c *Client) AddCredentialGuard(ctx context.Context, id, credSpec, transport
 	for _, in := range instances {
 		if in.Id == id && in.CredentialGuard != nil {
 			if transport == schema2.CCGTransportHvSocket && (in.HvSocketConfig == nil || in.HvSocketConfig.ServiceId == "" || in.HvSocketConfig.ServiceConfig == nil) {
-				return nil, &Error{Op: "GetServiceProperties", ID: id, Err: fmt.Errorf("Container Credential Guard instance %q of transport %s has no HvSocketConfig", id, transport)}
+				return nil, &Error{Op: "GetServiceProperties", ID: id, Err: fmt.Errorf("the Container Credential Guard instance %q of transport %s has no HvSocketConfig", id, transport)}
 			}
 			return &in, nil
 		}
