@@ -180,6 +180,37 @@ func TestCredentialGuardHyperV(t *testing.T) {
 			t.Errorf("instances after the delete action: %v", got)
 		}
 	})
+	t.Run("standalone", func(t *testing.T) {
+		// A Hyper-V task outside a pod: its own VM carries the service, which goes before the
+		// VM does.
+		h := newHarness(t)
+		pause, app, _ := h.hvLayers()
+		req := h.hvBundle("c1", "container", app, pause)
+		spec := testSpec()
+		spec.Windows.CredentialSpec = shimCredSpec
+		req.Bundle = h.bundle("c1", spec).Bundle // no CRI annotations
+		p := h.createStart(req)
+		vm := h.host.system("c1@vm")
+		if got := vm.hvSocketServices(); !slices.Equal(got, []string{fakeServiceID("c1")}) {
+			t.Fatalf("VM's HvSocket services %v, want the instance's", got)
+		}
+		p.exit(0)
+		if _, err := h.svc.Wait(ctx, &taskapi.WaitRequest{ID: "c1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.svc.Delete(ctx, &taskapi.DeleteRequest{ID: "c1"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.host.credentialGuards(); len(got) != 0 {
+			t.Errorf("instances left: %v", got)
+		}
+		vm.mu.Lock()
+		last := vm.modified[len(vm.modified)-1]
+		vm.mu.Unlock()
+		if last.RequestType != schema2.RequestTypeRemove || !strings.HasSuffix(last.ResourcePath, fakeServiceID("c1")) || vm.terminated == 0 {
+			t.Errorf("last VM request %+v, terminated %d: want the service removed, then the VM stopped", last, vm.terminated)
+		}
+	})
 	t.Run("a sandbox's spec refused", func(t *testing.T) {
 		h := newHarness(t)
 		pause, _, _ := h.hvLayers()
