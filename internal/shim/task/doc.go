@@ -28,7 +28,9 @@
 //   - network.go: the HNS namespace a task makes for endpoints its spec lists without a
 //     namespace (as hcsshim does), recorded in the bundle state as soon as it exists.
 //   - ccg.go: the Container Credential Guard instance of a task with a gMSA credential spec
-//     (process isolation), recorded in the bundle state before it is made.
+//     (transport LRPC for process isolation; HvSocket in a utility VM, whose HvSocket service
+//     table then carries the instance's service while the task lives), recorded in the bundle
+//     state before it is made.
 //   - uvm.go: Hyper-V isolated pods (hcsshim's model): the sandbox task, which is the pod's
 //     utility VM (internal/uvm) and no container (its init "process" is the VM's life; kill
 //     stops the VM); containers hosted in that VM, whose layers, scratch, mounts and pipes
