@@ -282,8 +282,9 @@ func (s *system) checkProcessIsolatedBuildLocked() error {
 	}
 	host, _ := parseOSBuild(s.e.cfg.OSVersion)
 	if !processIsolationRuns(host, b) {
-		// HCS_E_IMAGE_MISMATCH's message is "The container operating system does not match
-		// the host operating system." (winerror.h); the emulator adds both builds.
+		// Windows says "The operating system of the container does not match the operating
+		// system of the host. (0xc0370101)" (reported by users; hyperv-facts.md §4) and names
+		// no build; the emulator adds both.
 		return errorf(computecore.HCS_E_IMAGE_MISMATCH, "Container.Storage.Path: the operating system of the container (build %s) does not match the operating system of the host (build %s)", b.Version, host.Version)
 	}
 	return nil
