@@ -25,7 +25,7 @@ func execAlloc(t *testing.T, n *node, id, mb string) error {
 // TestUpdateMemoryLimit lowers a running container's memory limit with
 // UpdateContainerResources (the shim's Update, an HCS modify of Container/Memory): an
 // allocation that fitted before fails in the workload after, as a job object's limit makes it
-// fail on Windows, and a small one still succeeds.
+// fail on Windows, and a small one still succeeds; a limit HCS cannot take is refused.
 func TestUpdateMemoryLimit(t *testing.T) {
 	n := connect(t)
 	pod, podCfg := runPod(t, n, "pod-update-mem")
@@ -44,6 +44,17 @@ func TestUpdateMemoryLimit(t *testing.T) {
 	}
 	if err := execAlloc(t, n, id, "8"); err != nil {
 		t.Fatalf("alloc 8 MiB under a 64 MiB limit: %v", err)
+	}
+	// HCS takes the limit in MiB: one below 1 MiB is refused, naming the field and the value,
+	// and the 64 MiB limit stays.
+	err := n.rt.UpdateContainerResources(ctx(t), id, &runtimeapi.ContainerResources{
+		Windows: &runtimeapi.WindowsContainerResources{MemoryLimitInBytes: 512 << 10},
+	})
+	if err == nil || !strings.Contains(err.Error(), "memory.limit") || !strings.Contains(err.Error(), "524288") {
+		t.Fatalf("UpdateContainerResources MemoryLimitInBytes 512 KiB: %v; want a refusal naming memory.limit and 524288", err)
+	}
+	if err := execAlloc(t, n, id, "128"); !errors.As(err, &exitErr) || exitErr.ExitStatus() == 0 {
+		t.Fatalf("alloc 128 MiB after a refused update: %v; want the 64 MiB limit to hold", err)
 	}
 	st, err := n.rt.ContainerStatus(ctx(t), id, false)
 	if err != nil || st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
