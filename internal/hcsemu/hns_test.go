@@ -74,6 +74,9 @@ func (f *fakeDataplane) counters(ep *hnsEndpoint) (hcn.EndpointStats, error) {
 	if err := f.failing("counters"); err != nil {
 		return hcn.EndpointStats{}, err
 	}
+	if !f.attached[ep.doc.Id] {
+		return hcn.EndpointStats{}, nil
+	}
 	return hcn.EndpointStats{BytesReceived: 100, PacketsReceived: 2, BytesSent: 50, PacketsSent: 1}, nil
 }
 

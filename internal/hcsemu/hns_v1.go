@@ -219,10 +219,9 @@ func (h *hnsState) v1EndpointByID(id string) (hcn.HNSEndpoint, error) {
 	return v1EndpointLocked(ep), nil
 }
 
-// endpointStats answers GET /endpointstats/<id>: the endpoint's counters from the dataplane.
-// An endpoint not attached to a namespace has carried nothing: zeros. One that is a utility
-// VM's NIC is refused: its link lives in the VM's namespace, which the dataplane does not
-// count (not emulated).
+// endpointStats answers GET /endpointstats/<id>: the endpoint's counters from the dataplane,
+// whether it is in a namespace or a utility VM's NIC (both are a veth pair whose host end the
+// dataplane reads); an endpoint never attached has carried nothing: zeros.
 func (h *hnsState) endpointStats(id string) (hcn.EndpointStats, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -230,14 +229,9 @@ func (h *hnsState) endpointStats(id string) (hcn.EndpointStats, error) {
 	if err != nil {
 		return hcn.EndpointStats{}, err
 	}
-	if ep.nic != nil {
-		return hcn.EndpointStats{}, hcnErrorf(computenetwork.HCN_E_REQUEST_UNSUPPORTED, "endpoint %s is a utility VM's NIC: its statistics are not emulated", id)
-	}
-	st := hcn.EndpointStats{}
-	if ep.namespace != nil {
-		if st, err = h.dp.counters(ep); err != nil {
-			return hcn.EndpointStats{}, hcnErrorf(computenetwork.E_FAIL, "statistics of endpoint %s: %v", id, err)
-		}
+	st, err := h.dp.counters(ep)
+	if err != nil {
+		return hcn.EndpointStats{}, hcnErrorf(computenetwork.E_FAIL, "statistics of endpoint %s: %v", id, err)
 	}
 	st.EndpointID, st.InstanceID = ep.doc.Id, ep.doc.Id
 	return st, nil

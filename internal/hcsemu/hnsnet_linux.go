@@ -371,8 +371,8 @@ func (l *linuxNet) detach(ep *hnsEndpoint) error {
 	return l.host.LinkDel(link) // removes the pair
 }
 
-// counters reads the host end of the endpoint's veth pair: what the host end sent, the
-// endpoint received, and the other way round.
+// counters reads the host end of the endpoint's veth pair (in a namespace or a VM's NIC): what
+// the host end sent, the endpoint received, and the other way round.
 func (l *linuxNet) counters(ep *hnsEndpoint) (hcn.EndpointStats, error) {
 	if ep.hostLink == "" {
 		return hcn.EndpointStats{}, nil
