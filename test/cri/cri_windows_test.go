@@ -90,10 +90,17 @@ func TestVersion(t *testing.T) {
 // runPod runs a pod with the default handler and removes it at the end of the test.
 func runPod(t *testing.T, n *node, name string) (string, *runtimeapi.PodSandboxConfig) {
 	t.Helper()
+	return runPodHandler(t, n, name, "")
+}
+
+// runPodHandler runs a pod with a runtime handler ("" is the default) and removes it at the end
+// of the test.
+func runPodHandler(t *testing.T, n *node, name, handler string) (string, *runtimeapi.PodSandboxConfig) {
+	t.Helper()
 	cfg := podConfig(t, name)
-	id, err := n.rt.RunPodSandbox(ctx(t), cfg, "")
+	id, err := n.rt.RunPodSandbox(ctx(t), cfg, handler)
 	if err != nil {
-		t.Fatalf("RunPodSandbox: %v", err)
+		t.Fatalf("RunPodSandbox with handler %q: %v", handler, err)
 	}
 	t.Cleanup(func() {
 		c, cancel := context.WithTimeout(context.Background(), rpcTimeout)

@@ -126,6 +126,10 @@ func TestStats(t *testing.T) {
 		t.Fatalf("PodSandboxStats: %v", err)
 	}
 	checkPodStats(t, ps, pod, idle, busy)
+	// The exec in the idle container counts too.
+	if got := ps.GetWindows().GetProcess().GetProcessCount().GetValue(); got < 4 {
+		t.Errorf("pod process count %d: want at least 4 (pause, two containers, an exec)", got)
+	}
 	all, err := n.rt.ListPodSandboxStats(ctx(t), &runtimeapi.PodSandboxStatsFilter{Id: pod})
 	if err != nil || len(all) != 1 {
 		t.Fatalf("ListPodSandboxStats for the pod: %v, %v; want one entry", all, err)
@@ -150,13 +154,36 @@ func echo(t *testing.T, addr, line string) {
 	}
 }
 
+// TestHyperVPodStats reads the stats of a Hyper-V pod (its containers run in the pod's utility
+// VM): a container's CPU time grows while it spins, and the pod's stats have its containers and
+// its endpoint, a NIC of the VM, with the traffic of an exchange from the host.
+func TestHyperVPodStats(t *testing.T) {
+	n := connect(t)
+	pod, podCfg := runPodHandler(t, n, "pod-hyperv-stats", hypervHandler)
+	server := containerConfig("server", "listen", "0.0.0.0:8080")
+	idle := startContainer(t, n, pod, podCfg, server)
+	waitLog(t, filepath.Join(podCfg.LogDirectory, server.LogPath), " stdout F listening")
+	busy := startContainer(t, n, pod, podCfg, containerConfig("busy", "spin", "600"))
+	busy0 := containerStats(t, n, busy)
+	waitStats(t, n, busy, "a second of CPU time", func(st *runtimeapi.ContainerStats) bool {
+		return cpuNS(st) >= cpuNS(busy0)+uint64(time.Second)
+	})
+	echo(t, podIP(t, n, pod)+":8080", "hyperv-stats")
+	ps, err := n.rt.PodSandboxStats(ctx(t), pod)
+	if err != nil {
+		t.Fatalf("PodSandboxStats: %v", err)
+	}
+	checkPodStats(t, ps, pod, idle, busy)
+}
+
 func sorted(s ...string) []string {
 	slices.Sort(s)
 	return s
 }
 
 // checkPodStats checks a pod's Windows stats: its id, CPU and working set no less than its
-// containers', an entry for each running container, a network interface, the processes.
+// containers', an entry for each running container, its network interface with traffic, a
+// process count.
 func checkPodStats(t *testing.T, ps *runtimeapi.PodSandboxStats, pod string, containers ...string) {
 	t.Helper()
 	if ps.GetAttributes().GetId() != pod {
@@ -184,9 +211,9 @@ func checkPodStats(t *testing.T, ps *runtimeapi.PodSandboxStats, pod string, con
 	if got := w.GetMemory().GetWorkingSetBytes().GetValue(); got < ws || ws == 0 {
 		t.Errorf("pod working set %d, containers' %d: want the pod's to include its containers'", got, ws)
 	}
-	// The pause container, the two containers and the exec.
-	if got := w.GetProcess().GetProcessCount().GetValue(); got < 4 {
-		t.Errorf("pod process count %d: want at least 4 (pause, two containers, an exec)", got)
+	// The sandbox's process and each container's.
+	if got := w.GetProcess().GetProcessCount().GetValue(); got < uint64(len(containers)+1) {
+		t.Errorf("pod process count %d: want at least %d (the sandbox's and each container's)", got, len(containers)+1)
 	}
 	// The pod's one HNS endpoint, which carried the exchange both ways.
 	ifaces := w.GetNetwork().GetInterfaces()
