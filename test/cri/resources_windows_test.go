@@ -25,10 +25,17 @@ func execAlloc(t *testing.T, n *node, id, mb string) error {
 // TestUpdateMemoryLimit lowers a running container's memory limit with
 // UpdateContainerResources (the shim's Update, an HCS modify of Container/Memory): an
 // allocation that fitted before fails in the workload after, as a job object's limit makes it
-// fail on Windows, and a small one still succeeds; a limit HCS cannot take is refused.
+// fail on Windows, and a small one still succeeds; a limit HCS cannot take is refused. Process
+// isolated and in a Hyper-V pod (a container hosted in the pod's utility VM).
 func TestUpdateMemoryLimit(t *testing.T) {
+	for _, tc := range []struct{ name, handler string }{{"process", ""}, {"hyperv", hypervHandler}} {
+		t.Run(tc.name, func(t *testing.T) { testUpdateMemoryLimit(t, tc.handler) })
+	}
+}
+
+func testUpdateMemoryLimit(t *testing.T, handler string) {
 	n := connect(t)
-	pod, podCfg := runPod(t, n, "pod-update-mem")
+	pod, podCfg := runPodHandler(t, n, "pod-update-mem", handler)
 	id := startContainer(t, n, pod, podCfg, containerConfig("limited", "sleep", "600"))
 	if err := execAlloc(t, n, id, "128"); err != nil {
 		t.Fatalf("alloc 128 MiB before any limit: %v", err)
@@ -81,8 +88,14 @@ func cpuRate(t *testing.T, n *node, id string, window time.Duration) float64 {
 // CPU rate, measured with CRI stats, drops. A maximum Windows refuses (above 10000) fails the
 // call with an error naming the field and leaves the container running.
 func TestUpdateCPUMaximum(t *testing.T) {
+	for _, tc := range []struct{ name, handler string }{{"process", ""}, {"hyperv", hypervHandler}} {
+		t.Run(tc.name, func(t *testing.T) { testUpdateCPUMaximum(t, tc.handler) })
+	}
+}
+
+func testUpdateCPUMaximum(t *testing.T, handler string) {
 	n := connect(t)
-	pod, podCfg := runPod(t, n, "pod-update-cpu")
+	pod, podCfg := runPodHandler(t, n, "pod-update-cpu", handler)
 	id := startContainer(t, n, pod, podCfg, containerConfig("spinner", "spin", "600"))
 	// Let it start spinning before the first window.
 	waitStats(t, n, id, "CPU time", func(st *runtimeapi.ContainerStats) bool { return cpuNS(st) > 0 })
