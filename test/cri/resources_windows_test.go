@@ -86,7 +86,8 @@ func cpuRate(t *testing.T, n *node, id string, window time.Duration) float64 {
 // TestUpdateCPUMaximum caps a spinning container with UpdateContainerResources' CpuMaximum
 // (hundredths of a percent of the host's processors, an HCS modify of Container/Processor): its
 // CPU rate, measured with CRI stats, drops. A maximum Windows refuses (above 10000) fails the
-// call with an error naming the field and leaves the container running.
+// call with an error naming the field and leaves the container running. Process isolated and in
+// a Hyper-V pod.
 func TestUpdateCPUMaximum(t *testing.T) {
 	for _, tc := range []struct{ name, handler string }{{"process", ""}, {"hyperv", hypervHandler}} {
 		t.Run(tc.name, func(t *testing.T) { testUpdateCPUMaximum(t, tc.handler) })
