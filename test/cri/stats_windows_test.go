@@ -194,8 +194,8 @@ func checkPodStats(t *testing.T, ps *runtimeapi.PodSandboxStats, pod string, con
 	var cpu, ws uint64
 	for _, c := range w.GetContainers() {
 		ids = append(ids, c.GetAttributes().GetId())
-		if c.GetCpu().GetUsageCoreNanoSeconds() == nil || c.GetMemory().GetWorkingSetBytes() == nil {
-			t.Errorf("pod stats, container %s: %v; want CPU time and working set", c.GetAttributes().GetId(), c)
+		if c.GetCpu().GetUsageCoreNanoSeconds() == nil || c.GetMemory().GetWorkingSetBytes() == nil || c.GetMemory().GetCommitMemoryBytes().GetValue() == 0 {
+			t.Errorf("pod stats, container %s: %v; want CPU time, working set and commit", c.GetAttributes().GetId(), c)
 		}
 		cpu += c.GetCpu().GetUsageCoreNanoSeconds().GetValue()
 		ws += c.GetMemory().GetWorkingSetBytes().GetValue()
