@@ -107,6 +107,8 @@ func (s *service) Create(ctx context.Context, req *taskapi.CreateTaskRequest) (*
 	s.creating[req.ID] = struct{}{}
 	s.mu.Unlock()
 
+	// Served from the start: containerd waits for its dial also when the create fails.
+	s.logs.serve(ctx, s.deps.Namespace, req.ID)
 	t, err := s.createTask(ctx, req)
 
 	s.mu.Lock()
@@ -116,9 +118,9 @@ func (s *service) Create(ctx context.Context, req *taskapi.CreateTaskRequest) (*
 	}
 	s.mu.Unlock()
 	if err != nil {
+		s.logs.close(req.ID)
 		return nil, err
 	}
-	s.logs.serve(ctx, s.deps.Namespace, req.ID)
 	s.events.Send(runtime.TaskCreateEventTopic, &eventstypes.TaskCreate{
 		ContainerID: req.ID,
 		Bundle:      req.Bundle,

@@ -25,8 +25,9 @@ type taskLogs struct {
 	pipes map[string]io.Closer
 }
 
-// serve starts serving task id's log endpoint; a failure is logged, not returned: the task
-// runs without it, as before.
+// serve starts serving task id's log endpoint (from the start of its create: containerd dials
+// before it creates, and waits for the dial also when the create fails); a failure is logged,
+// not returned: the task runs without it, as before.
 func (l *taskLogs) serve(ctx context.Context, namespace, id string) {
 	if l.open == nil || id == l.skip {
 		return

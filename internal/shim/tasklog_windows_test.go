@@ -54,4 +54,14 @@ func TestTaskLogPipe(t *testing.T) {
 	if err := dial(joined); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("log pipe after Delete: %v; want it gone", err)
 	}
+
+	// A create that fails leaves no pipe.
+	h.host.createErr = errors.New("injected")
+	failed := fmt.Sprintf("failed-%d", os.Getpid())
+	if _, err := h.svc.Create(ctx, h.bundle(failed, testSpec())); err == nil {
+		t.Fatal("Create succeeded")
+	}
+	if err := dial(failed); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("log pipe after a failed create: %v; want none", err)
+	}
 }
