@@ -47,6 +47,9 @@ type hnsDataplane interface {
 	setRules(networks []*hnsNetwork, endpoints []*hnsEndpoint) error
 	// netnsPath is the file of a namespace's Linux network namespace, for processes to join.
 	netnsPath(ns *hnsNamespace) string
+	// counters are an endpoint's traffic counters, seen from the endpoint (what its container
+	// or VM received and sent); zeros while it is attached nowhere.
+	counters(ep *hnsEndpoint) (hcn.EndpointStats, error)
 	close() error
 }
 

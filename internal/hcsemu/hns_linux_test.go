@@ -3,6 +3,7 @@ package hcsemu
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
+	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
 // TestDaemonNetworking checks the HNS dataplane with real namespaces: a container naming an HNS
@@ -93,6 +95,19 @@ func TestDaemonNetworking(t *testing.T) {
 	}
 	if got, err := dialFromHost("10.253.0.1:17000"); err != nil || got != "echo: ping\n" {
 		t.Errorf("host port 17000 → endpoint: %q, %v", got, err)
+	}
+	// The endpoint's counters (GET /endpointstats, containerd's pod network stats) saw that
+	// traffic, in both directions, from the endpoint's side: it received the pings (and the
+	// TCP handshakes), it sent the echoes.
+	var stats struct {
+		Success bool
+		Output  hcn.EndpointStats
+	}
+	if err := json.Unmarshal([]byte(h.HNSCall(ctx, "GET", "/endpointstats/"+epID, "")), &stats); err != nil {
+		t.Fatal(err)
+	}
+	if st := stats.Output; !stats.Success || st.EndpointID != epID || st.BytesReceived == 0 || st.BytesSent == 0 || st.PacketsReceived < 2 || st.PacketsSent < 2 {
+		t.Errorf("endpoint stats after two exchanges: %+v", stats)
 	}
 	// The machine's own namespace has none of it (checked without sending anything: a
 	// packet to the pod's address from here would leave the machine).

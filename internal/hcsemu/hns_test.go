@@ -70,6 +70,15 @@ func (f *fakeDataplane) setRules(n []*hnsNetwork, e []*hnsEndpoint) error {
 }
 func (f *fakeDataplane) netnsPath(ns *hnsNamespace) string { return ns.path }
 func (f *fakeDataplane) close() error                      { return nil }
+func (f *fakeDataplane) counters(ep *hnsEndpoint) (hcn.EndpointStats, error) {
+	if err := f.failing("counters"); err != nil {
+		return hcn.EndpointStats{}, err
+	}
+	if !f.attached[ep.doc.Id] {
+		return hcn.EndpointStats{}, nil
+	}
+	return hcn.EndpointStats{BytesReceived: 100, PacketsReceived: 2, BytesSent: 50, PacketsSent: 1}, nil
+}
 
 func networkDoc(name, subnet, gw string) string {
 	b, _ := json.Marshal(hcn.HostComputeNetwork{Name: name, Type: hcn.NAT, Ipams: []hcn.Ipam{{Subnets: []hcn.Subnet{{
@@ -266,5 +275,59 @@ func TestHNSQueries(t *testing.T) {
 	}
 	if err := errors.Unwrap(AsError(h.DeleteEndpoint(ctx, "6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11"))); err == nil {
 		t.Error("delete of an unknown endpoint succeeded")
+	}
+}
+
+// TestHNSEndpointStats: GET /endpointstats/<id> (hcsshim's GetHNSEndpointStats, which
+// containerd's CRI calls for a Windows pod's network stats) answers an attached endpoint's
+// counters from the dataplane, zeros for one never attached, and fails for an unknown one.
+func TestHNSEndpointStats(t *testing.T) {
+	ctx := context.Background()
+	dp := newFakeDataplane()
+	h := newHNS(dp)
+	netID, err := h.CreateNetwork(ctx, "", networkDoc("n", "10.0.0.0/24", "10.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	epID, err := h.CreateEndpoint(ctx, netID, "", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := func(id string) (hcn.EndpointStats, hcn.Response) {
+		t.Helper()
+		var resp hcn.Response
+		if err := json.Unmarshal([]byte(h.HNSCall(ctx, "GET", "/endpointstats/"+id, "")), &resp); err != nil {
+			t.Fatal(err)
+		}
+		var st hcn.EndpointStats
+		if resp.Success {
+			if err := json.Unmarshal(resp.Output, &st); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return st, resp
+	}
+	if st, resp := stats(epID); !resp.Success || st != (hcn.EndpointStats{EndpointID: epID, InstanceID: epID}) {
+		t.Errorf("endpoint never attached: %+v, %+v; want zero counters", st, resp)
+	}
+	nsID, err := h.CreateNamespace(ctx, "", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := fmt.Sprintf(`{"ResourceType":"Endpoint","RequestType":"Add","Settings":{"EndpointId":%q}}`, epID)
+	if err := h.ModifyNamespace(ctx, nsID, add); err != nil {
+		t.Fatal(err)
+	}
+	want := hcn.EndpointStats{BytesReceived: 100, PacketsReceived: 2, BytesSent: 50, PacketsSent: 1, EndpointID: epID, InstanceID: epID}
+	if st, resp := stats(epID); !resp.Success || st != want {
+		t.Errorf("attached endpoint: %+v, %+v; want %+v", st, resp, want)
+	}
+	dp.fail = "counters"
+	if _, resp := stats(epID); resp.Success || !strings.Contains(resp.Error, epID) {
+		t.Errorf("failing dataplane: %+v; want a failure naming the endpoint", resp)
+	}
+	dp.fail = ""
+	if _, resp := stats("6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11"); resp.Success {
+		t.Errorf("unknown endpoint: %+v; want a failure", resp)
 	}
 }

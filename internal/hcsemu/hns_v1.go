@@ -122,6 +122,10 @@ func (h *hnsState) hnsCall(ctx context.Context, method, path, request string) (a
 		case method == "DELETE" && id != "" && sub == "":
 			return nil, h.DeleteEndpoint(ctx, id)
 		}
+	case "endpointstats":
+		if method == "GET" && id != "" && sub == "" {
+			return h.endpointStats(id)
+		}
 	case "namespaces":
 		switch {
 		case method == "POST" && id == "":
@@ -213,6 +217,24 @@ func (h *hnsState) v1EndpointByID(id string) (hcn.HNSEndpoint, error) {
 		return hcn.HNSEndpoint{}, err
 	}
 	return v1EndpointLocked(ep), nil
+}
+
+// endpointStats answers GET /endpointstats/<id>: the endpoint's counters from the dataplane,
+// whether it is in a namespace or a utility VM's NIC (both are a veth pair whose host end the
+// dataplane reads); an endpoint never attached has carried nothing: zeros.
+func (h *hnsState) endpointStats(id string) (hcn.EndpointStats, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ep, err := h.endpoint(id)
+	if err != nil {
+		return hcn.EndpointStats{}, err
+	}
+	st, err := h.dp.counters(ep)
+	if err != nil {
+		return hcn.EndpointStats{}, hcnErrorf(computenetwork.E_FAIL, "statistics of endpoint %s: %v", id, err)
+	}
+	st.EndpointID, st.InstanceID = ep.doc.Id, ep.doc.Id
+	return st, nil
 }
 
 func (h *hnsState) v1Namespace(id string) (hcn.V1Namespace, error) {

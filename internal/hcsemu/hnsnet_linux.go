@@ -18,6 +18,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
 // linuxNet is the HNS dataplane on Linux. Everything lives in network namespaces the daemon
@@ -367,6 +369,26 @@ func (l *linuxNet) detach(ep *hnsEndpoint) error {
 		return err
 	}
 	return l.host.LinkDel(link) // removes the pair
+}
+
+// counters reads the host end of the endpoint's veth pair (in a namespace or a VM's NIC): what
+// the host end sent, the endpoint received, and the other way round.
+func (l *linuxNet) counters(ep *hnsEndpoint) (hcn.EndpointStats, error) {
+	if ep.hostLink == "" {
+		return hcn.EndpointStats{}, nil
+	}
+	link, err := l.host.LinkByName(ep.hostLink)
+	if err != nil {
+		return hcn.EndpointStats{}, err
+	}
+	c := link.Attrs().Statistics
+	if c == nil {
+		return hcn.EndpointStats{}, fmt.Errorf("link %s has no statistics", ep.hostLink)
+	}
+	return hcn.EndpointStats{
+		BytesReceived: c.TxBytes, PacketsReceived: c.TxPackets, DroppedPacketsIncoming: c.TxDropped,
+		BytesSent: c.RxBytes, PacketsSent: c.RxPackets, DroppedPacketsOutgoing: c.RxDropped,
+	}, nil
 }
 
 // nftTable is the emulator's nftables table in the host namespace.

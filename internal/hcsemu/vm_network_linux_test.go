@@ -191,6 +191,18 @@ func TestVMNetworking(t *testing.T) {
 	if err != nil || answer != "echo: ping\n" {
 		t.Errorf("emulated host → hosted container at the NIC's address: %q, %v", answer, err)
 	}
+	// The NIC's endpoint counts that exchange (GET /endpointstats, a Hyper-V pod's network
+	// stats in containerd's CRI).
+	var stats struct {
+		Success bool
+		Output  hcn.EndpointStats
+	}
+	if err := json.Unmarshal([]byte(h.HNSCall(ctx, "GET", "/endpointstats/"+epID, "")), &stats); err != nil {
+		t.Fatal(err)
+	}
+	if st := stats.Output; !stats.Success || st.BytesReceived == 0 || st.BytesSent == 0 {
+		t.Errorf("stats of the VM NIC's endpoint after an exchange: %+v", stats)
+	}
 	c2 := newRecorder()
 	if _, err := hostContainerIn(t, e, "pod@vm", "side", layer, c2, &schema2.Networking{Namespace: nsID}); err != nil {
 		t.Fatalf("second hosted container: %v", err)

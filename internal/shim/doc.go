@@ -23,6 +23,8 @@
 //     task.Config; hyperv.go that of a Hyper-V pod's tasks: the sandbox (its utility VM,
 //     sized from the options and annotations by internal/uvm) and the containers in it.
 //   - events.go: the ordered queue that publishes events to containerd (task.Events).
+//   - tasklog*.go: the shim log pipe containerd dials for each task (Windows), served for the
+//     tasks that joined the pod's shim, whose delete would otherwise wait up to 5 s for it.
 //   - diag.go: the containerd.runhcs.v1.diag.ShimDiag service (stacks, tasks, pid) on the
 //     same ttrpc server; cmd/shimdiag is its client.
 //   - host.go: binds task.Host to an internal/hcs Client (fakes in tests).

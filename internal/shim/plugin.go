@@ -2,6 +2,7 @@ package shim
 
 import (
 	"context"
+	"flag"
 	"sync"
 
 	cshim "github.com/containerd/containerd/v2/pkg/shim"
@@ -51,6 +52,10 @@ func registerPlugins() {
 				}
 				svc := newService(ic.Context, newHCSHost(hcs.NewHostClient()), layers.NewMounter(), pp.(cshim.Publisher), sd)
 				svc.deps.HCSTimeout = timeout
+				// The task the shim was started for has its log pipe from pkg/shim (its -id flag).
+				if f := flag.Lookup("id"); f != nil {
+					svc.logs.skip = f.Value.String()
+				}
 				if address, err := cshim.ReadAddress("address"); err == nil {
 					sd.RegisterCallback(func(context.Context) error { return removeShimSocket(address) })
 				}

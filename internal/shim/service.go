@@ -36,6 +36,7 @@ type service struct {
 	deps     task.Deps // given to every task: the shim's context, host, mounter, event sink
 	events   *eventQueue
 	shutdown shutdown.Service
+	logs     taskLogs // the log pipes of the tasks that joined this shim
 
 	mu       sync.Mutex
 	tasks    map[string]*task.Task
@@ -53,6 +54,7 @@ func newService(ctx context.Context, host task.Host, lm task.Mounter, publisher 
 		shutdown: sd,
 		tasks:    map[string]*task.Task{},
 		creating: map[string]struct{}{},
+		logs:     taskLogs{open: openTaskLog},
 	}
 	if g, ok := host.(task.CredentialGuards); ok {
 		s.deps.CCG = g
@@ -60,6 +62,7 @@ func newService(ctx context.Context, host task.Host, lm task.Mounter, publisher 
 	if sd != nil {
 		sd.RegisterCallback(func(context.Context) error {
 			s.events.close()
+			s.logs.closeAll()
 			return nil
 		})
 	}
@@ -104,6 +107,8 @@ func (s *service) Create(ctx context.Context, req *taskapi.CreateTaskRequest) (*
 	s.creating[req.ID] = struct{}{}
 	s.mu.Unlock()
 
+	// Served from the start: containerd waits for its dial also when the create fails.
+	s.logs.serve(ctx, s.deps.Namespace, req.ID)
 	t, err := s.createTask(ctx, req)
 
 	s.mu.Lock()
@@ -113,6 +118,7 @@ func (s *service) Create(ctx context.Context, req *taskapi.CreateTaskRequest) (*
 	}
 	s.mu.Unlock()
 	if err != nil {
+		s.logs.close(req.ID)
 		return nil, err
 	}
 	s.events.Send(runtime.TaskCreateEventTopic, &eventstypes.TaskCreate{
@@ -175,6 +181,7 @@ func (s *service) Delete(ctx context.Context, req *taskapi.DeleteRequest) (*task
 		s.mu.Lock()
 		delete(s.tasks, t.ID())
 		s.mu.Unlock()
+		s.logs.close(t.ID())
 		s.events.Send(runtime.TaskDeleteEventTopic, &eventstypes.TaskDelete{
 			ContainerID: t.ID(),
 			ID:          t.ID(),

@@ -22,6 +22,7 @@
 //	                      events) until killed
 //	alloc MB [SECONDS]    allocate and touch MB MiB, print "allocated MB MiB", hold it SECONDS
 //	spin SECONDS          keep one CPU busy for SECONDS
+//	tick SECONDS [COUNT]  print "tick N" (N from 1) every SECONDS, COUNT times (default: until killed)
 //	whoami                print "user=USERDOMAIN\USERNAME", "network=ACCOUNT" in a gMSA container of
 //	                      hcsemu, and, except on Windows, "uid=N gid=M"
 //	ps                    print the processes it can see, "PID NAME" a line, sorted by PID (Linux:

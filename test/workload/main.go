@@ -147,6 +147,8 @@ func dispatch(cmd string, args []string, stdin io.Reader, stdout, stderr io.Writ
 			return usageError{fmt.Sprintf("takes no arguments, got %q", args)}
 		}
 		return whoami(stdout)
+	case "tick":
+		return tick(stdout, args)
 	case "spin":
 		d, err := secondsArg(args, 0)
 		if err != nil {
@@ -322,6 +324,33 @@ func alloc(w io.Writer, args []string) error {
 	}
 	fmt.Fprintf(w, "allocated %d MiB\n", mb)
 	time.Sleep(hold)
+	return nil
+}
+
+// tick prints "tick N" every interval, count times (0: until killed), so that a test sees a
+// running container's output go on (a CRI log reopened under it).
+func tick(w io.Writer, args []string) error {
+	interval, err := secondsArg(args, 0)
+	if err != nil {
+		return err
+	}
+	count := 0
+	if len(args) > 1 {
+		if count, err = intArg(args, 1, "COUNT"); err != nil {
+			return err
+		}
+		if count < 0 {
+			return usageError{fmt.Sprintf("COUNT %d is negative", count)}
+		}
+	}
+	for i := 1; count == 0 || i <= count; i++ {
+		if _, err := fmt.Fprintf(w, "tick %d\n", i); err != nil {
+			return err
+		}
+		if count == 0 || i < count {
+			time.Sleep(interval)
+		}
+	}
 	return nil
 }
 

@@ -52,6 +52,8 @@ func TestRun(t *testing.T) {
 		{name: "alloc", args: []string{"alloc", "2"}, wantStdout: "allocated 2 MiB\n"},
 		{name: "alloc negative", args: []string{"alloc", "-2"}, wantCode: 2, wantStderr: "negative"},
 		{name: "spin", args: []string{"spin", "0.01"}},
+		{name: "tick", args: []string{"tick", "0.01", "3"}, wantStdout: "tick 1\ntick 2\ntick 3\n"},
+		{name: "tick negative", args: []string{"tick", "0.01", "-1"}, wantCode: 2, wantStderr: "negative"},
 		{name: "unknown", args: []string{"frobnicate"}, wantCode: 2, wantStderr: `unknown subcommand "frobnicate"`},
 		{name: "none", args: nil, wantCode: 2, wantStderr: "no subcommand"},
 	}

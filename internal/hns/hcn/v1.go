@@ -83,6 +83,20 @@ type HNSEndpoint struct {
 	State              uint16            `json:",omitempty"`
 }
 
+// EndpointStats is what GET /endpointstats/<endpoint id> answers: an endpoint's traffic
+// counters (hcsshim's hns.EndpointStats, which containerd's CRI reads for a Windows pod's
+// network stats: BytesReceived as the pod's rx, BytesSent as its tx).
+type EndpointStats struct {
+	BytesReceived          uint64 `json:"BytesReceived"`
+	BytesSent              uint64 `json:"BytesSent"`
+	DroppedPacketsIncoming uint64 `json:"DroppedPacketsIncoming"`
+	DroppedPacketsOutgoing uint64 `json:"DroppedPacketsOutgoing"`
+	EndpointID             string `json:"EndpointId"`
+	InstanceID             string `json:"InstanceId"`
+	PacketsReceived        uint64 `json:"PacketsReceived"`
+	PacketsSent            uint64 `json:"PacketsSent"`
+}
+
 // V1Policy is the common head of a v1 policy: its Type ("NAT", "OutBoundNAT", "ROUTE", …).
 type V1Policy struct {
 	Type string `json:"Type"`

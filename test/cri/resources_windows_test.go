@@ -1,0 +1,127 @@
+//go:build windows
+
+package cri
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// execAlloc runs the workload's alloc of mb MiB in the container and returns its error (an
+// exit status error when the allocation failed).
+func execAlloc(t *testing.T, n *node, id, mb string) error {
+	t.Helper()
+	stdout, _, err := n.rt.ExecSync(ctx(t), id, []string{workload, "alloc", mb}, time.Minute)
+	if err == nil && string(stdout) != "allocated "+mb+" MiB\n" {
+		t.Fatalf("alloc %s MiB: stdout %q", mb, stdout)
+	}
+	return err
+}
+
+// TestUpdateMemoryLimit lowers a running container's memory limit with
+// UpdateContainerResources (the shim's Update, an HCS modify of Container/Memory): an
+// allocation that fitted before fails in the workload after, as a job object's limit makes it
+// fail on Windows, and a small one still succeeds; a limit HCS cannot take is refused. Process
+// isolated and in a Hyper-V pod (a container hosted in the pod's utility VM).
+func TestUpdateMemoryLimit(t *testing.T) {
+	for _, tc := range []struct{ name, handler string }{{"process", ""}, {"hyperv", hypervHandler}} {
+		t.Run(tc.name, func(t *testing.T) { testUpdateMemoryLimit(t, tc.handler) })
+	}
+}
+
+func testUpdateMemoryLimit(t *testing.T, handler string) {
+	n := connect(t)
+	pod, podCfg := runPodWith(t, n, "pod-update-mem", handler)
+	id := startContainer(t, n, pod, podCfg, containerConfig("limited", "sleep", "600"))
+	if err := execAlloc(t, n, id, "128"); err != nil {
+		t.Fatalf("alloc 128 MiB before any limit: %v", err)
+	}
+	if err := n.rt.UpdateContainerResources(ctx(t), id, &runtimeapi.ContainerResources{
+		Windows: &runtimeapi.WindowsContainerResources{MemoryLimitInBytes: 64 * mib},
+	}); err != nil {
+		t.Fatalf("UpdateContainerResources MemoryLimitInBytes 64 MiB: %v", err)
+	}
+	var exitErr interface{ ExitStatus() int }
+	if err := execAlloc(t, n, id, "128"); !errors.As(err, &exitErr) || exitErr.ExitStatus() == 0 {
+		t.Fatalf("alloc 128 MiB under a 64 MiB limit: %v; want it to fail", err)
+	}
+	if err := execAlloc(t, n, id, "8"); err != nil {
+		t.Fatalf("alloc 8 MiB under a 64 MiB limit: %v", err)
+	}
+	// HCS takes the limit in MiB: one below 1 MiB is refused, naming the field and the value,
+	// and the 64 MiB limit stays.
+	err := n.rt.UpdateContainerResources(ctx(t), id, &runtimeapi.ContainerResources{
+		Windows: &runtimeapi.WindowsContainerResources{MemoryLimitInBytes: 512 << 10},
+	})
+	if err == nil || !strings.Contains(err.Error(), "memory.limit") || !strings.Contains(err.Error(), "524288") {
+		t.Fatalf("UpdateContainerResources MemoryLimitInBytes 512 KiB: %v; want a refusal naming memory.limit and 524288", err)
+	}
+	if err := execAlloc(t, n, id, "128"); !errors.As(err, &exitErr) || exitErr.ExitStatus() == 0 {
+		t.Fatalf("alloc 128 MiB after a refused update: %v; want the 64 MiB limit to hold", err)
+	}
+	st, err := n.rt.ContainerStatus(ctx(t), id, false)
+	if err != nil || st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("container after the update: %v, %v; want running", st.GetStatus().GetState(), err)
+	}
+}
+
+// cpuRate is the container's CPU use in cores over a window, from two CRI stats reads (their
+// own timestamps, not this test's clock).
+func cpuRate(t *testing.T, n *node, id string, window time.Duration) float64 {
+	t.Helper()
+	a := containerStats(t, n, id)
+	time.Sleep(window)
+	b := containerStats(t, n, id)
+	wall := b.GetCpu().GetTimestamp() - a.GetCpu().GetTimestamp()
+	if wall <= 0 {
+		t.Fatalf("CPU stats timestamps %d then %d", a.GetCpu().GetTimestamp(), b.GetCpu().GetTimestamp())
+	}
+	return float64(cpuNS(b)-cpuNS(a)) / float64(wall)
+}
+
+// TestUpdateCPUMaximum caps a spinning container with UpdateContainerResources' CpuMaximum
+// (hundredths of a percent of the host's processors, an HCS modify of Container/Processor): its
+// CPU rate, measured with CRI stats, drops. A maximum Windows refuses (above 10000) fails the
+// call with an error naming the field and leaves the container running. Process isolated and in
+// a Hyper-V pod.
+func TestUpdateCPUMaximum(t *testing.T) {
+	for _, tc := range []struct{ name, handler string }{{"process", ""}, {"hyperv", hypervHandler}} {
+		t.Run(tc.name, func(t *testing.T) { testUpdateCPUMaximum(t, tc.handler) })
+	}
+}
+
+func testUpdateCPUMaximum(t *testing.T, handler string) {
+	n := connect(t)
+	pod, podCfg := runPodWith(t, n, "pod-update-cpu", handler)
+	id := startContainer(t, n, pod, podCfg, containerConfig("spinner", "spin", "600"))
+	// Let it start spinning before the first window.
+	waitStats(t, n, id, "CPU time", func(st *runtimeapi.ContainerStats) bool { return cpuNS(st) > 0 })
+	before := cpuRate(t, n, id, 3*time.Second)
+
+	// 2% of the host: 0.04 cores on this 2-core machine.
+	if err := n.rt.UpdateContainerResources(ctx(t), id, &runtimeapi.ContainerResources{
+		Windows: &runtimeapi.WindowsContainerResources{CpuMaximum: 200},
+	}); err != nil {
+		t.Fatalf("UpdateContainerResources CpuMaximum 200: %v", err)
+	}
+	after := cpuRate(t, n, id, 3*time.Second)
+	// Generous: a loaded machine may give the spinner little before, the cap gives it 0.04.
+	if after >= before || after > 0.2 {
+		t.Fatalf("CPU rate %.3f cores before the cap, %.3f after CpuMaximum 200: want it to drop to about 0.04", before, after)
+	}
+
+	err := n.rt.UpdateContainerResources(ctx(t), id, &runtimeapi.ContainerResources{
+		Windows: &runtimeapi.WindowsContainerResources{CpuMaximum: 20000},
+	})
+	if err == nil || !strings.Contains(err.Error(), "cpu.maximum") || !strings.Contains(err.Error(), "20000") {
+		t.Fatalf("UpdateContainerResources CpuMaximum 20000: %v; want a refusal naming cpu.maximum and 20000", err)
+	}
+	st, err := n.rt.ContainerStatus(ctx(t), id, false)
+	if err != nil || st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("container after a refused update: %v, %v; want running", st.GetStatus().GetState(), err)
+	}
+}
