@@ -13,7 +13,7 @@
 //     checks HCS makes before creating anything.
 //   - state.go: the state machine Created → Running ⇄ Paused → Stopped.
 //   - cmdline.go, resolve.go: Windows command lines (CommandLineToArgvW) and executable lookup
-//     (CreateProcess's search order, PATH, PATHEXT) in a container's volume, its C:\.
+//     (CreateProcess's search order and PATH; .exe appended) in a container's volume, its C:\.
 //   - engine_linux.go, process_linux.go, mounts_linux.go: systems (one lock each; the engine's
 //     lock guards only the table), processes chrooted in Container.Storage.Path, mapped
 //     directories as bind mounts.
