@@ -20,7 +20,8 @@
 //   - cgroups_linux.go, spawn_linux.go: cgroup v1 groups per system under
 //     /sys/fs/cgroup/<controller>/hcsemu/<daemon instance>/<system> for limits, pause
 //     (freezer), statistics and killing; processes are forked from one locked thread inside the
-//     groups, with Pdeathsig, so they die with the daemon.
+//     groups, with Pdeathsig, so they die with the daemon; a process-isolated container's in a
+//     UTS namespace named after its GuestOs.HostName, its computer name.
 //   - storage.go, storage_linux.go, layerfiles_linux.go: the storage
 //     filter (vmcompute.dll's layer functions): activated and prepared layers as overlayfs
 //     volumes named \\?\Volume{GUID}\ under <root>/volumes, which Container.Storage.Path
