@@ -60,7 +60,8 @@ func TestToolsCmd(t *testing.T) {
 	}
 	s, log = runToEnd(t, n, pod, podCfg, "files", "cmd", "/Q", "/c",
 		`mkdir C:\data\sub && echo written> C:\data\f.txt && type C:\data\f.txt && dir /b C:\data && set USERNAME && type C:\nothere.txt`)
-	want := []string{"written", "f.txt", "sub", `USERNAME=ContainerAdministrator`}
+	// The space before "&&" stays with the echo, redirected or not, as in cmd.
+	want := []string{"written ", "f.txt", "sub", `USERNAME=ContainerAdministrator`}
 	if got := logLines(log, "stdout"); s.GetExitCode() != 1 || strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("cmd file commands: exit code %d, stdout %q; want 1 (type of a missing file) and %q", s.GetExitCode(), got, want)
 	}
