@@ -55,10 +55,8 @@ func TestImportWithWclayer(t *testing.T) {
 		parents = append([]string{layer}, parents...)
 	}
 	base, upper := parents[1], parents[0]
-	paths := []string{"workload/workload.exe", "Windows/System32/workload.exe"}
-	for _, p := range ToolPaths {
-		paths = append(paths, p) // hard links in the tar
-	}
+	// The tools' stand-ins are hard links in the tar.
+	paths := append([]string{"workload/workload.exe", "Windows/System32/workload.exe"}, ToolPaths...)
 	for _, p := range paths {
 		b, err := os.ReadFile(filepath.Join(wclayer.FilesPath(base), filepath.FromSlash(p)))
 		if err != nil || string(b) != "WORKLOAD" {
