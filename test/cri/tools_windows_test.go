@@ -3,11 +3,13 @@
 package cri
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -67,6 +69,17 @@ func TestToolsCmd(t *testing.T) {
 	}
 	if got := logLines(log, "stderr"); !contains(got, "The system cannot find the file specified.") {
 		t.Fatalf("cmd type of a missing file: stderr %q", got)
+	}
+	// An exec probe as kubelet runs one, in a running container.
+	id := startContainer(t, n, pod, podCfg, containerConfig("probed", "sleep", "600"))
+	stdout, _, err := n.rt.ExecSync(ctx(t), id, []string{"cmd", "/c", "echo probe ok&& exit 0"}, time.Minute)
+	if err != nil || string(stdout) != "probe ok\r\n" {
+		t.Fatalf("ExecSync cmd /c: stdout %q, %v; want %q", stdout, err, "probe ok\r\n")
+	}
+	_, _, err = n.rt.ExecSync(ctx(t), id, []string{"cmd", "/c", "exit 5"}, time.Minute)
+	var exitErr interface{ ExitStatus() int }
+	if !errors.As(err, &exitErr) || exitErr.ExitStatus() != 5 {
+		t.Fatalf("ExecSync cmd /c \"exit 5\": %v; want exit status 5", err)
 	}
 	s, log = runToEnd(t, n, pod, podCfg, "unsupported", "cmd", "/c", "for %i in (a) do echo %i")
 	if s.GetExitCode() != 1 || !strings.Contains(log, "stderr F cmd (runhcs stand-in): the internal command FOR is not supported by this stand-in") {

@@ -96,6 +96,7 @@ func TestCmd(t *testing.T) {
 		{"unsupported pipe", []string{"/c", "echo a | echo b"}, 1, "", "a pipe (|) is not supported"},
 		{"unsupported /k", []string{"/k", "echo a"}, 1, "", "the switch /k is not supported"},
 		{"interactive", nil, 1, "", "an interactive cmd"},
+		{"nothing after /c", []string{"/c"}, 0, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

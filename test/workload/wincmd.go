@@ -245,6 +245,9 @@ func parseLine(line string) ([]cmdCommand, string) {
 // runLine runs a /C line and returns cmd's exit code: the exit code of exit, else ERRORLEVEL
 // after the last command that ran.
 func (s *cmdState) runLine(line string) int {
+	if strings.TrimSpace(line) == "" {
+		return 0 // "cmd /c" with nothing to run
+	}
 	cmds, bad := parseLine(s.expandVars(line))
 	if bad != "" {
 		return s.unsupported(bad)
