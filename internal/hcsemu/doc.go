@@ -62,8 +62,9 @@
 //     attached endpoint, nftables rules for port mappings and NAT; `hcsemu hostns`. A system
 //     naming Container.Networking.Namespace has its processes forked in that namespace
 //     (spawn_linux.go); one listing Container.Networking.NetworkAdapters gets a namespace of
-//     the emulator's holding them, removed with it. HNS state is cleaned, not persisted, with
-//     the daemon (hns.go says why).
+//     the emulator's holding them, removed with it. Every namespace the emulator makes lets all
+//     groups ping (ping_group_range), as Windows lets every account. HNS state is cleaned, not
+//     persisted, with the daemon (hns.go says why).
 //   - hcsv1_linux.go: HCS schema 1 modify requests (ResourceType, not ResourcePath), as
 //     hcsshim's HotAttachEndpoint sends them: an HNS endpoint added to or removed from the
 //     namespace a container runs in (made for it, if it has none and no process yet).

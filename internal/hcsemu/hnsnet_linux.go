@@ -136,6 +136,9 @@ func newNetnsFile(path string) error {
 			return
 		}
 		err = unix.Mount(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()), path, "", unix.MS_BIND, "")
+		if err == nil {
+			err = allowPing()
+		}
 		if serr := netns.Set(orig); serr != nil {
 			// The thread stays locked and ends with this goroutine.
 			errc <- errors.Join(err, serr)
@@ -148,6 +151,21 @@ func newNetnsFile(path string) error {
 		unix.Unmount(path, unix.MNT_DETACH)
 		os.Remove(path)
 		return err
+	}
+	return nil
+}
+
+// pingGroupRange lets every group open datagram ICMP sockets (icmp(7), ping_group_range):
+// Windows lets any user send ICMP echo requests (ping.exe, IcmpSendEcho need no privilege),
+// Linux only the groups in this range (by default none), so a container's non-administrator
+// accounts could not ping without it.
+const pingGroupRange = "0 2147483647"
+
+// allowPing sets the network namespace of the calling thread's ping_group_range (the
+// namespace is the opener's: a thread inside a namespace writes that namespace's value).
+func allowPing() error {
+	if err := os.WriteFile("/proc/sys/net/ipv4/ping_group_range", []byte(pingGroupRange), 0o644); err != nil {
+		return fmt.Errorf("let every group ping (net.ipv4.ping_group_range): %w", err)
 	}
 	return nil
 }

@@ -144,7 +144,8 @@ func waitCount(t *testing.T, path, want string, count int) {
 	waitFor(t, path, func(log string) bool { return strings.Count(log, want) >= count }, want)
 }
 
-// TestToolsNetwork: ipconfig /all shows the pod's IP, hostname the pod's host name.
+// TestToolsNetwork: ipconfig /all shows the pod's IP, ping answers for a non-administrator
+// account too, hostname prints the pod's host name.
 func TestToolsNetwork(t *testing.T) {
 	n := connect(t)
 	pod, podCfg := runPod(t, n, "pod-tools-net")
@@ -154,6 +155,14 @@ func TestToolsNetwork(t *testing.T) {
 	if s.GetExitCode() != 0 || !want.MatchString(log) || !strings.Contains(log, "stdout F Windows IP Configuration") {
 		t.Fatalf("ipconfig /all: exit code %d, log %q; want the pod IP %s", s.GetExitCode(), log, ip)
 	}
+	// Any account may ping, as on Windows.
+	ping := toolConfig("ping-user", "ping", "-n", "1", "localhost")
+	ping.Windows.SecurityContext.RunAsUsername = "ContainerUser"
+	if st := waitExited(t, n, startContainer(t, n, pod, podCfg, ping)); st.GetExitCode() != 0 {
+		b, _ := os.ReadFile(filepath.Join(podCfg.LogDirectory, ping.LogPath))
+		t.Fatalf("ping -n 1 localhost as ContainerUser: exit code %d, log %q", st.GetExitCode(), b)
+	}
+	waitLog(t, filepath.Join(podCfg.LogDirectory, ping.LogPath), " stdout F Reply from 127.0.0.1: bytes=32 time")
 	s, log = runToEnd(t, n, pod, podCfg, "hostname", "hostname")
 	if got := logLines(log, "stdout"); s.GetExitCode() != 0 || len(got) != 1 || got[0] != podCfg.Hostname {
 		t.Fatalf("hostname: exit code %d, stdout %q; want the pod's host name %q", s.GetExitCode(), got, podCfg.Hostname)
