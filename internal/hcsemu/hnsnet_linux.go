@@ -137,7 +137,10 @@ func newNetnsFile(path string) error {
 		}
 		err = unix.Mount(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()), path, "", unix.MS_BIND, "")
 		if err == nil {
-			err = allowPing()
+			if perr := allowPing(); perr != nil {
+				// The namespace works without it; only accounts without CAP_NET_RAW cannot ping.
+				log.L.WithError(perr).WithField("netns", path).Warn("hcsemu: non-administrator accounts cannot ping in this namespace")
+			}
 		}
 		if serr := netns.Set(orig); serr != nil {
 			// The thread stays locked and ends with this goroutine.
