@@ -13,14 +13,15 @@
 //     checks HCS makes before creating anything.
 //   - state.go: the state machine Created → Running ⇄ Paused → Stopped.
 //   - cmdline.go, resolve.go: Windows command lines (CommandLineToArgvW) and executable lookup
-//     (CreateProcess's search order, PATH, PATHEXT) in a container's volume, its C:\.
+//     (CreateProcess's search order and PATH; .exe appended) in a container's volume, its C:\.
 //   - engine_linux.go, process_linux.go, mounts_linux.go: systems (one lock each; the engine's
 //     lock guards only the table), processes chrooted in Container.Storage.Path, mapped
 //     directories as bind mounts.
 //   - cgroups_linux.go, spawn_linux.go: cgroup v1 groups per system under
 //     /sys/fs/cgroup/<controller>/hcsemu/<daemon instance>/<system> for limits, pause
 //     (freezer), statistics and killing; processes are forked from one locked thread inside the
-//     groups, with Pdeathsig, so they die with the daemon.
+//     groups, with Pdeathsig, so they die with the daemon; a process-isolated container's in a
+//     UTS namespace named after its GuestOs.HostName, its computer name.
 //   - storage.go, storage_linux.go, layerfiles_linux.go: the storage
 //     filter (vmcompute.dll's layer functions): activated and prepared layers as overlayfs
 //     volumes named \\?\Volume{GUID}\ under <root>/volumes, which Container.Storage.Path
@@ -61,8 +62,9 @@
 //     attached endpoint, nftables rules for port mappings and NAT; `hcsemu hostns`. A system
 //     naming Container.Networking.Namespace has its processes forked in that namespace
 //     (spawn_linux.go); one listing Container.Networking.NetworkAdapters gets a namespace of
-//     the emulator's holding them, removed with it. HNS state is cleaned, not persisted, with
-//     the daemon (hns.go says why).
+//     the emulator's holding them, removed with it. Every namespace the emulator makes lets all
+//     groups ping (ping_group_range), as Windows lets every account. HNS state is cleaned, not
+//     persisted, with the daemon (hns.go says why).
 //   - hcsv1_linux.go: HCS schema 1 modify requests (ResourceType, not ResourcePath), as
 //     hcsshim's HotAttachEndpoint sends them: an HNS endpoint added to or removed from the
 //     namespace a container runs in (made for it, if it has none and no process yet).

@@ -138,6 +138,12 @@ func newNetnsFile(path string) error {
 			return
 		}
 		err = unix.Mount(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()), path, "", unix.MS_BIND, "")
+		if err == nil {
+			if perr := allowPing(); perr != nil {
+				// The namespace works without it; only accounts without CAP_NET_RAW cannot ping.
+				log.L.WithError(perr).WithField("netns", path).Warn("hcsemu: non-administrator accounts cannot ping in this namespace")
+			}
+		}
 		if serr := netns.Set(orig); serr != nil {
 			// The thread stays locked and ends with this goroutine.
 			errc <- errors.Join(err, serr)
@@ -150,6 +156,21 @@ func newNetnsFile(path string) error {
 		unix.Unmount(path, unix.MNT_DETACH)
 		os.Remove(path)
 		return err
+	}
+	return nil
+}
+
+// pingGroupRange lets every group open datagram ICMP sockets (icmp(7), ping_group_range):
+// Windows lets any user send ICMP echo requests (ping.exe, IcmpSendEcho need no privilege),
+// Linux only the groups in this range (by default none), so a container's non-administrator
+// accounts could not ping without it.
+const pingGroupRange = "0 2147483647"
+
+// allowPing sets the network namespace of the calling thread's ping_group_range (the
+// namespace is the opener's: a thread inside a namespace writes that namespace's value).
+func allowPing() error {
+	if err := os.WriteFile("/proc/sys/net/ipv4/ping_group_range", []byte(pingGroupRange), 0o644); err != nil {
+		return fmt.Errorf("let every group ping (net.ipv4.ping_group_range): %w", err)
 	}
 	return nil
 }

@@ -292,7 +292,12 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 	}
 
 	attr := &os.ProcAttr{Dir: cwd, Env: env, Files: childFiles[:], Sys: sys}
-	osp, err := s.e.sp.spawnIn(s.cg, s.netns, s.vmNamespacesLocked(), exe.LinuxPath, argv, attr)
+	vmns := s.vmNamespacesLocked()
+	hostname := ""
+	if c := s.doc.Container; vmns == nil && c != nil && c.GuestOs != nil {
+		hostname = c.GuestOs.HostName
+	}
+	osp, err := s.e.sp.spawnAs(s.cg, s.netns, vmns, hostname, exe.LinuxPath, argv, attr)
 	if err != nil {
 		return nil, nil, errorf(startErrorHRESULT(err), "start %q (%s) in compute system %q: %v", program, exe.WindowsPath, s.id, err)
 	}

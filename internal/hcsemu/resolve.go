@@ -10,10 +10,6 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 )
 
-// DefaultPathExt is the PATHEXT a Windows Server container starts with, used when the process
-// environment has none.
-const DefaultPathExt = ".COM;.EXE;.BAT;.CMD"
-
 // volume is a container's C:\ on this machine: a folder opened as an os.Root, so that no path
 // a container names (nor a symbolic link inside it) resolves outside it.
 type volume struct {
@@ -135,26 +131,19 @@ func envLookup(env map[string]string, name string) (string, bool) {
 // lpCommandLine): a name with a directory part is taken as given (relative to the working
 // directory if it is relative); a bare name is looked for in the working directory, then in
 // C:\Windows\System32, C:\Windows\System and C:\Windows, then in each entry of the process's
-// PATH. A name without an extension is tried with each of PATHEXT's extensions (by default
-// .COM;.EXE;.BAT;.CMD, so ".exe" is appended as CreateProcess does). The error is
-// HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND), which is what HCS returns for a missing program.
+// PATH (the documented order, where the loading program's folder and the parent's current
+// folder, unknowable here, are taken to be the working directory: assumption). "If the file
+// name does not contain an extension, .exe is appended": only .exe, not PATHEXT's list, which
+// is cmd.exe's and not CreateProcess's, so "cmd" runs cmd.exe and "script" never runs
+// script.cmd. The error is HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND), which is what HCS returns
+// for a missing program.
 func (v *volume) resolveExecutable(name, workDir string, env map[string]string) (Resolved, error) {
 	if name == "" {
 		return Resolved{}, errorf(computecore.E_INVALIDARG, "CommandLine: no program to run")
 	}
-	exts := []string{""}
-	base := name[strings.LastIndexAny(name, `\/:`)+1:]
-	if !strings.Contains(base, ".") {
-		pe, ok := envLookup(env, "PATHEXT")
-		if !ok || pe == "" {
-			pe = DefaultPathExt
-		}
-		exts = nil
-		for _, e := range strings.Split(pe, ";") {
-			if e = strings.TrimSpace(e); e != "" {
-				exts = append(exts, e)
-			}
-		}
+	ext := ""
+	if base := name[strings.LastIndexAny(name, `\/:`)+1:]; !strings.Contains(base, ".") {
+		ext = ".exe"
 	}
 	var dirs []string
 	hasDir := strings.ContainsAny(name, `\/:`)
@@ -179,17 +168,15 @@ func (v *volume) resolveExecutable(name, workDir string, env map[string]string) 
 		if dir != "" {
 			full = joinWin(dir, name)
 		}
-		for _, ext := range exts {
-			rel, ok := winToRel(full + ext)
-			if !ok {
-				continue
-			}
-			onDisk, fi, err := v.lookup(rel)
-			if err != nil || !fi.Mode().IsRegular() {
-				continue
-			}
-			return Resolved{WindowsPath: `C:\` + strings.ReplaceAll(onDisk, "/", `\`), LinuxPath: "/" + onDisk}, nil
+		rel, ok := winToRel(full + ext)
+		if !ok {
+			continue
 		}
+		onDisk, fi, err := v.lookup(rel)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		return Resolved{WindowsPath: `C:\` + strings.ReplaceAll(onDisk, "/", `\`), LinuxPath: "/" + onDisk}, nil
 	}
 	return Resolved{}, errorf(computecore.E_FILE_NOT_FOUND, "the system cannot find the file specified: %q", name)
 }

@@ -35,10 +35,13 @@ type spawnRequest struct {
 	cg    *cgroup
 	netns *os.File      // the network namespace to start in; nil: the daemon's
 	vm    *vmNamespaces // a utility VM's namespaces to start in (vminit_linux.go); nil: none
-	name  string
-	argv  []string
-	attr  *os.ProcAttr
-	done  chan spawnResult
+	// hostname: start in a UTS namespace of its own with this host name (a process-isolated
+	// container's GuestOs.HostName); "": the daemon's.
+	hostname string
+	name     string
+	argv     []string
+	attr     *os.ProcAttr
+	done     chan spawnResult
 }
 
 type spawnResult struct {
@@ -84,9 +87,48 @@ func (s *spawner) loop(ready chan<- struct{}) {
 			req.done <- spawnResult{p: p, err: err}
 			continue
 		}
+		if req.hostname != "" {
+			p, err := startWithHostname(req, tid, home, homeErr)
+			req.done <- spawnResult{p: p, err: err}
+			continue
+		}
 		p, err := startInGroups(req, tid)
 		req.done <- spawnResult{p: p, err: err}
 	}
+}
+
+// startWithHostname is startInGroups in a new UTS namespace named req.hostname: a Windows
+// container is a computer of its own, whose name (what hostname.exe and the
+// COMPUTERNAME-based APIs answer) is the HostName its document gives (hcsshim sets it from the
+// OCI spec's hostname, which containerd's CRI sets to the pod's). The spawner thread makes the
+// namespace, forks the child into it and returns to the daemon's; each process of the
+// container gets a namespace of its own with the same name, which no process can tell from
+// one shared namespace, as none may change the name (Windows needs an administrator and a
+// restart for that). A thread that cannot return to the daemon's namespace (it holds it open,
+// so this does not happen) stops the daemon rather than start later processes under a wrong
+// name.
+func startWithHostname(req spawnRequest, tid int, home *homeNamespaces, homeErr error) (*os.Process, error) {
+	if homeErr != nil {
+		return nil, fmt.Errorf("the spawner cannot return to its UTS namespace: %v", homeErr)
+	}
+	name := req.hostname
+	if len(name) > 64 { // the kernel's limit (HOST_NAME_MAX); Kubernetes' host names fit in 63
+		name = name[:64]
+	}
+	if err := unix.Unshare(unix.CLONE_NEWUTS); err != nil {
+		return nil, fmt.Errorf("make a UTS namespace for host name %q: %w", req.hostname, err)
+	}
+	defer func() {
+		if err := unix.Setns(int(home.uts.Fd()), unix.CLONE_NEWUTS); err != nil {
+			// Not recoverable on this thread; the daemon cannot go on starting processes.
+			log.L.WithError(err).Error("hcsemu: the spawner thread cannot return to its UTS namespace")
+			panic(fmt.Sprintf("hcsemu: spawner thread stuck in a container's UTS namespace: %v", err))
+		}
+	}()
+	if err := unix.Sethostname([]byte(name)); err != nil {
+		return nil, fmt.Errorf("set host name %q: %w", req.hostname, err)
+	}
+	return startInGroups(req, tid)
 }
 
 // startInGroups starts req on the spawner thread (tid) inside req.cg's groups: the thread enters
@@ -167,8 +209,13 @@ func (s *spawner) spawn(cg *cgroup, netns *os.File, name string, argv []string, 
 
 // spawnIn is spawn inside a utility VM's namespaces too, when vm is not nil.
 func (s *spawner) spawnIn(cg *cgroup, netns *os.File, vm *vmNamespaces, name string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
+	return s.spawnAs(cg, netns, vm, "", name, argv, attr)
+}
+
+// spawnAs is spawnIn in a UTS namespace named hostname when it is not "" (and vm is nil).
+func (s *spawner) spawnAs(cg *cgroup, netns *os.File, vm *vmNamespaces, hostname, name string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
 	done := make(chan spawnResult, 1)
-	s.reqs <- spawnRequest{cg: cg, netns: netns, vm: vm, name: name, argv: argv, attr: attr, done: done}
+	s.reqs <- spawnRequest{cg: cg, netns: netns, vm: vm, hostname: hostname, name: name, argv: argv, attr: attr, done: done}
 	r := <-done
 	return r.p, r.err
 }

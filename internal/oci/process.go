@@ -9,6 +9,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/winargs"
 )
 
 // Stdio says which streams containerd asked for, so HCS creates only those pipes.
@@ -81,47 +82,8 @@ func ProcessParameters(p *specs.Process, io Stdio) (*schema2.ProcessParameters, 
 }
 
 // CommandLine joins args into a Windows command line that CommandLineToArgvW (and the C
-// runtime) split back into the same args: the rules of Go's syscall.EscapeArg on Windows.
-func CommandLine(args []string) string {
-	var b strings.Builder
-	for i, a := range args {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(escapeArg(a))
-	}
-	return b.String()
-}
-
-func escapeArg(s string) string {
-	if s == "" {
-		return `""`
-	}
-	if !strings.ContainsAny(s, " \t\"") {
-		return s
-	}
-	var b strings.Builder
-	b.WriteByte('"')
-	slashes := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case '\\':
-			slashes++
-		case '"':
-			// Backslashes before a quote are doubled, and the quote itself escaped.
-			b.WriteString(strings.Repeat(`\`, slashes+1))
-			slashes = 0
-		default:
-			slashes = 0
-		}
-		b.WriteByte(c)
-	}
-	// Backslashes before the closing quote are doubled.
-	b.WriteString(strings.Repeat(`\`, slashes))
-	b.WriteByte('"')
-	return b.String()
-}
+// runtime) split back into the same args (winargs.Join).
+func CommandLine(args []string) string { return winargs.Join(args) }
 
 // MaxEnvVariable is the largest environment variable Windows allows, in UTF-16 characters.
 const MaxEnvVariable = 32767

@@ -332,14 +332,21 @@ func TestExecSync(t *testing.T) {
 // waitLog polls the container's CRI log file until it holds want.
 func waitLog(t *testing.T, path, want string) {
 	t.Helper()
+	waitFor(t, path, func(log string) bool { return strings.Contains(log, want) }, want)
+}
+
+// waitFor polls the container's CRI log file until done says it holds what is awaited (what,
+// for the failure message).
+func waitFor(t *testing.T, path string, done func(log string) bool, what string) {
+	t.Helper()
 	deadline := time.Now().Add(rpcTimeout)
 	for {
 		b, _ := os.ReadFile(path)
-		if strings.Contains(string(b), want) {
+		if done(string(b)) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("CRI log %s: no %q after %s; it holds %q", path, want, rpcTimeout, b)
+			t.Fatalf("CRI log %s: no %q after %s; it holds %q", path, what, rpcTimeout, b)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -29,13 +29,34 @@ type BaseOptions struct {
 // made for it.
 const OSBuildFile = "Windows/System32/hcsemu-osbuild.txt"
 
+// ToolPaths are where Windows has the tools whose stand-ins the workload carries (test/workload
+// doc.go, "Stand-ins for Windows tools"), in a layer's Files/ tree, spelled as on a Windows
+// Server 2022 installation. The binary is the workload itself: it acts as the tool it is
+// started as.
+var ToolPaths = []string{
+	"Windows/System32/cmd.exe",
+	"Windows/System32/WindowsPowerShell/v1.0/powershell.exe",
+	"Windows/System32/PING.EXE",
+	"Windows/System32/ipconfig.exe",
+	"Windows/System32/HOSTNAME.EXE",
+}
+
+// DefaultPath is the test image's PATH: the folders a Windows Server container's PATH starts
+// with (the system folders and Windows PowerShell's), then the workload's folder.
+const DefaultPath = `C:\Windows\System32;C:\Windows;C:\Windows\System32\WindowsPowerShell\v1.0;C:\workload`
+
 // BaseLayer is a Windows base layer holding the workload binary at Files/workload/workload.exe and
-// Files/Windows/System32/workload.exe, the usual Windows folders and the registry hive deltas.
+// Files/Windows/System32/workload.exe and, as its stand-ins for Windows tools, at ToolPaths (hard
+// links to the latter); the usual Windows folders and the registry hive deltas.
 func BaseLayer(workload []byte, o BaseOptions) Layer {
 	l := Layer{Comment: "base layer with the workload"}
 	add := func(e Entry) { l.Entries = append(l.Entries, e) }
 	add(Entry{Path: "Files/workload/workload.exe", Data: workload})
 	add(Entry{Path: "Files/Windows/System32/workload.exe", Data: workload})
+	for _, p := range ToolPaths {
+		// Hard links: one copy of the binary however many names it has.
+		add(Entry{Path: "Files/" + p, Link: "Files/Windows/System32/workload.exe"})
+	}
 	add(Entry{Path: "Files/Windows/System32/drivers/etc/hosts", Data: []byte("127.0.0.1 localhost\r\n")})
 	add(Entry{Path: "Files/Windows/Temp", Dir: true})
 	add(Entry{Path: "Files/Users/Public", Dir: true})
@@ -64,13 +85,14 @@ func BaseLayer(workload []byte, o BaseOptions) Layer {
 }
 
 // Default is the standard test image: BaseLayer (with UtilityVM files) and a config whose PATH
-// finds the workload and whose default command prints DefaultOutput.
+// (DefaultPath) finds the workload and the tools' stand-ins and whose default command prints
+// DefaultOutput.
 func Default(workload []byte) *Image {
 	return &Image{
 		Name:         DefaultName,
 		OSVersion:    DefaultOSVersion,
 		Architecture: "amd64",
-		Env:          []string{`PATH=C:\Windows\System32;C:\Windows;C:\workload`},
+		Env:          []string{"PATH=" + DefaultPath},
 		Cmd:          []string{WorkloadPath, "echo", DefaultOutput},
 		WorkingDir:   `C:\`,
 		Layers:       []Layer{BaseLayer(workload, BaseOptions{UtilityVM: true})},

@@ -10,7 +10,9 @@
 // whiteouts (".wh.<name>").
 //
 // Default returns the standard test image: a base layer with the workload program (test/workload)
-// at Files/workload/workload.exe and Files/Windows/System32/workload.exe, PATH and a default
+// at Files/workload/workload.exe and Files/Windows/System32/workload.exe, the same binary at the
+// Windows paths of the tools it stands in for (ToolPaths: cmd.exe, powershell.exe, PING.EXE,
+// ipconfig.exe, HOSTNAME.EXE), PATH (DefaultPath) and a default
 // command that prints "hello from a windows container". The package imports nothing else of
 // runhcs, so any test or tool can use it.
 package image

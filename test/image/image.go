@@ -73,6 +73,9 @@ type Entry struct {
 	Data []byte
 	// Whiteout marks Path as deleted: the tar gets ".wh.<base name>" in Path's folder.
 	Whiteout bool
+	// Link makes Path a hard link to the file at Link, another entry's Path in this layer (as
+	// Windows base layers link one file under several names). Data is ignored.
+	Link string
 	// Attributes are the FILE_ATTRIBUTE_* flags; 0 means ARCHIVE for files, DIRECTORY for folders.
 	Attributes uint32
 	// Mode is the tar mode; 0 means 0o755 for folders and executables ("*.exe"), 0o644 otherwise.

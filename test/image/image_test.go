@@ -116,7 +116,7 @@ func TestDefaultImage(t *testing.T) {
 	if strings.Join(cfg.Config.Cmd, "|") != strings.Join(wantCmd, "|") {
 		t.Errorf("Cmd = %q, want %q", cfg.Config.Cmd, wantCmd)
 	}
-	if len(cfg.Config.Env) != 1 || cfg.Config.Env[0] != `PATH=C:\Windows\System32;C:\Windows;C:\workload` {
+	if len(cfg.Config.Env) != 1 || cfg.Config.Env[0] != `PATH=C:\Windows\System32;C:\Windows;C:\Windows\System32\WindowsPowerShell\v1.0;C:\workload` {
 		t.Errorf("Env = %q", cfg.Config.Env)
 	}
 	if len(m.Layers) != 2 || len(cfg.RootFS.DiffIDs) != 2 {
@@ -133,8 +133,19 @@ func TestDefaultImage(t *testing.T) {
 			t.Errorf("%s = %q, want the workload", want, baseFiles[want])
 		}
 	}
+	// The tools' stand-ins are hard links to the workload, each after its target.
+	links := map[string]bool{}
+	for _, p := range ToolPaths {
+		links["Files/"+p] = true
+	}
 	seen := map[string]bool{}
 	for _, h := range hdrs {
+		if links[h.Name] {
+			if h.Typeflag != tar.TypeLink || h.Linkname != "Files/Windows/System32/workload.exe" || !seen[h.Linkname] {
+				t.Errorf("%s: type %c link %q (target seen before: %v); want a hard link to the workload after it", h.Name, h.Typeflag, h.Linkname, seen[h.Linkname])
+			}
+			delete(links, h.Name)
+		}
 		seen[h.Name] = true
 		if h.Format != tar.FormatPAX {
 			t.Errorf("%s: format %v, want PAX", h.Name, h.Format)
@@ -143,12 +154,15 @@ func TestDefaultImage(t *testing.T) {
 		if h.Typeflag == tar.TypeDir && attr != "16" && attr != "18" {
 			t.Errorf("%s: dir fileattr %q", h.Name, attr)
 		}
-		if h.Typeflag == tar.TypeReg && attr != "32" {
+		if (h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeLink) && attr != "32" {
 			t.Errorf("%s: file fileattr %q, want 32", h.Name, attr)
 		}
 		if h.PAXRecords["MSWINDOWS.rawsd"] == "" || h.PAXRecords["LIBARCHIVE.creationtime"] == "" {
 			t.Errorf("%s: missing Windows PAX records: %v", h.Name, h.PAXRecords)
 		}
+	}
+	if len(links) != 0 {
+		t.Errorf("tools missing from the base layer: %v", links)
 	}
 	for _, want := range []string{"Files/", "Hives/", "Hives/SYSTEM_Delta", "UtilityVM/Files/", "Files/workload/"} {
 		if !seen[want] {
@@ -197,6 +211,7 @@ func TestBadEntries(t *testing.T) {
 		{"outside roots", Entry{Path: "Windows/x"}, "starts with Files/"},
 		{"backslash", Entry{Path: `Files\x`}, "forward slashes"},
 		{"whiteout root", Entry{Path: "Files", Whiteout: true}, "layer root"},
+		{"link to nothing", Entry{Path: "Files/a.exe", Link: "Files/b.exe"}, `hard link target "Files/b.exe" is not a file of this layer`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

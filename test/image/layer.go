@@ -63,10 +63,22 @@ func (l Layer) tar(mtime time.Time) ([]byte, error) {
 		}
 	}
 	paths := make([]string, 0, len(items))
-	for p := range items {
+	for p, it := range items {
+		if l := it.e.Link; l != "" {
+			if t, ok := items[path.Clean(l)]; !ok || t.e.Dir || t.e.Link != "" || t.e.Whiteout {
+				return nil, fmt.Errorf("entry %q: hard link target %q is not a file of this layer", it.e.Path, l)
+			}
+		}
 		paths = append(paths, p)
 	}
-	sort.Strings(paths)
+	// Hard links last: a link's target must come before it in the tar.
+	sort.Slice(paths, func(i, j int) bool {
+		li, lj := items[paths[i]].e.Link != "", items[paths[j]].e.Link != ""
+		if li != lj {
+			return lj
+		}
+		return paths[i] < paths[j]
+	})
 
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -91,6 +103,16 @@ func (l Layer) tar(mtime time.Time) ([]byte, error) {
 			if attr == 0 {
 				attr = FileAttributeDirectory
 			}
+		} else if e.Link != "" {
+			hdr.Typeflag = tar.TypeLink
+			hdr.Linkname = path.Clean(e.Link)
+			hdr.Mode = 0o644
+			if strings.HasSuffix(strings.ToLower(p), ".exe") {
+				hdr.Mode = 0o755
+			}
+			if attr == 0 {
+				attr = FileAttributeArchive
+			}
 		} else {
 			hdr.Typeflag = tar.TypeReg
 			hdr.Size = int64(len(e.Data))
@@ -109,7 +131,7 @@ func (l Layer) tar(mtime time.Time) ([]byte, error) {
 		if err := tw.WriteHeader(hdr); err != nil {
 			return nil, fmt.Errorf("entry %q: %w", p, err)
 		}
-		if !e.Dir && len(e.Data) > 0 {
+		if !e.Dir && e.Link == "" && len(e.Data) > 0 {
 			if _, err := tw.Write(e.Data); err != nil {
 				return nil, fmt.Errorf("entry %q: %w", p, err)
 			}

@@ -55,7 +55,9 @@ func TestImportWithWclayer(t *testing.T) {
 		parents = append([]string{layer}, parents...)
 	}
 	base, upper := parents[1], parents[0]
-	for _, p := range []string{"workload/workload.exe", "Windows/System32/workload.exe"} {
+	// The tools' stand-ins are hard links in the tar.
+	paths := append([]string{"workload/workload.exe", "Windows/System32/workload.exe"}, ToolPaths...)
+	for _, p := range paths {
 		b, err := os.ReadFile(filepath.Join(wclayer.FilesPath(base), filepath.FromSlash(p)))
 		if err != nil || string(b) != "WORKLOAD" {
 			t.Errorf("base layer %s = %q, %v; want the workload", p, b, err)

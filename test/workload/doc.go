@@ -36,6 +36,27 @@
 // PATH arguments may be Windows paths ("C:\data\x.txt"): the Linux build maps the drive letter to
 // its root and backslashes to slashes, since hcsemu runs it chrooted with C:\ as its root.
 //
-// Usage errors exit with code 2 and say what was wrong on stderr. Nothing here imports the rest of
-// runhcs: the binary must run inside a container with nothing else.
+// Usage errors exit with code 2 and say what was wrong on stderr.
+//
+// Stand-ins for Windows tools. Started under one of these names (the base name of argv[0],
+// without regard to case, with or without ".exe"), the binary is that tool instead, for the
+// subset Kubernetes' Windows tests run as workloads; the test images install it at the tools'
+// Windows paths (test/image ToolPaths). They are Linux programs, not Windows: they parse like
+// the real tools, print what they print (CRLF line ends) and exit with their codes, and refuse
+// anything else with "TOOL (runhcs stand-in): … is not supported by this stand-in" and exit
+// code 1.
+//
+//	cmd         /C with /Q, /D, /S; echo, exit [/B] N, type, dir [/B], set, mkdir/md, rem and other
+//	            programs through PATH/PATHEXT; %NAME%, &, &&, ||, quotes, ^, >, >>, 2>, 2>&1
+//	powershell  [-NoProfile] [-NonInteractive] [-ExecutionPolicy P] -Command TEXT: statements
+//	            split by ; and new lines, echo/Write-Output, Write-Host, Start-Sleep -s N / -m N,
+//	            ls/dir/Get-ChildItem, cat/Get-Content, Get-Process, exit N, while ($true) {…}
+//	            with break, $env:NAME (read and assigned), $LASTEXITCODE, quoted strings, programs
+//	ping        [-t] [-n N] [-w MS] [-4] HOST: ICMP echo over IPv4, ping's lines and statistics
+//	ipconfig    [/all]: the interfaces' addresses, masks, physical addresses and the host name
+//	hostname    the computer name
+//
+// Nothing here imports the rest of runhcs but internal/winargs, a standard-library-only leaf
+// (Windows command-line splitting and quoting): the binary must run inside a container with
+// nothing else.
 package main

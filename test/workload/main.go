@@ -17,6 +17,10 @@ import (
 )
 
 func main() {
+	// Started as one of the Windows tools it stands in for (win.go)?
+	if tool, ok := standIn(os.Args[0]); ok {
+		os.Exit(tool(os.Args[1:], newTool("")))
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -6,30 +6,40 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 )
 
 // ps lists /proc: the processes of the PID namespace whose procfs is mounted there.
 func ps(w io.Writer) error {
-	entries, err := os.ReadDir("/proc")
+	procs, err := listProcesses()
 	if err != nil {
 		return fmt.Errorf("ps: %w", err)
 	}
-	var pids []int
-	for _, e := range entries {
-		if n, err := strconv.Atoi(e.Name()); err == nil {
-			pids = append(pids, n)
-		}
+	for _, p := range procs {
+		fmt.Fprintf(w, "%d %s\n", p.pid, p.name)
 	}
-	sort.Ints(pids)
-	for _, pid := range pids {
-		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	return nil
+}
+
+// listProcesses reads /proc, sorted by PID; name is argv[0].
+func listProcesses() ([]proc, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var procs []proc
+	for _, e := range entries { // ReadDir sorts by name; PIDs are sorted below
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err != nil {
 			continue // gone meanwhile
 		}
 		name, _, _ := bytes.Cut(b, []byte{0})
-		fmt.Fprintf(w, "%d %s\n", pid, name)
+		procs = append(procs, proc{pid: n, name: string(name)})
 	}
-	return nil
+	sortByPID(procs)
+	return procs, nil
 }
