@@ -16,7 +16,7 @@
 //     (CreateProcess's search order, PATH, PATHEXT) in a container's volume, its C:\.
 //   - engine_linux.go, process_linux.go, mounts_linux.go: systems (one lock each; the engine's
 //     lock guards only the table), processes chrooted in Container.Storage.Path, mapped
-//     directories as bind mounts.
+//     directories as bind mounts (mounts_file_linux.go: a single file too, as HCS maps one).
 //   - cgroups_linux.go, spawn_linux.go: cgroup v1 groups per system under
 //     /sys/fs/cgroup/<controller>/hcsemu/<daemon instance>/<system> for limits, pause
 //     (freezer), statistics and killing; processes are forked from one locked thread inside the

@@ -223,13 +223,40 @@ func (e *Engine) statPath(p string) error {
 	return statDir(p)
 }
 
+// statSource checks the host path of a mapped directory of a process-isolated container: a
+// folder, or a single file. HCS maps files too: hcsshim sends every non-pipe mount of a
+// process-isolated container as a MappedDirectory, files included, and resolves a file's path
+// itself because "HCS has a bug where it does not correctly resolve file (not dir) paths if the
+// path includes a symlink" (internal/hcsoci/hcsdoc_wcow.go createMountsConfig); kubelet's
+// termination message file and the pod's hosts file reach HCS that way.
+func (e *Engine) statSource(p string) error {
+	if target, ok, err := e.storage.resolve(p); ok {
+		if err != nil {
+			return err
+		}
+		p = target
+	}
+	return statDirOrFile(p)
+}
+
+func statDirOrFile(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() && !fi.Mode().IsRegular() {
+		return fmt.Errorf("neither a folder nor a file (%s)", fi.Mode().Type())
+	}
+	return nil
+}
+
 // CreateSystem validates doc and creates the system in state Created, held by sub. Nothing is
 // left behind when it fails.
 func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscriber) (wire.SystemReply, error) {
 	if id == "" {
 		return wire.SystemReply{}, errorf(computecore.E_INVALIDARG, "id: a compute system needs an id")
 	}
-	cs, err := validateComputeSystem(doc, e.hostCPUs, e.statPath, hostPathsOf(ctx))
+	cs, err := validateComputeSystem(doc, e.hostCPUs, e.statPath, e.statSource, hostPathsOf(ctx))
 	if err != nil {
 		return wire.SystemReply{}, err
 	}
@@ -940,7 +967,7 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 			if err := hostPathsOf(ctx).resolveIn("Settings.HostPath", &md.HostPath); err != nil {
 				return err
 			}
-			if err := ValidateMappedDirectory("Settings", &md, statDir); err != nil {
+			if err := ValidateMappedDirectory("Settings", &md, statDirOrFile); err != nil {
 				return err
 			}
 			return s.mapLocked(md)

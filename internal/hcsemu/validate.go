@@ -236,12 +236,14 @@ const (
 // creates anything. hostCPUs is the number of logical processors of the host; statPath checks
 // that a host path exists (nil skips the checks of the file system).
 func ValidateComputeSystem(doc string, hostCPUs int, statPath func(string) error) (*schema2.ComputeSystem, error) {
-	return validateComputeSystem(doc, hostCPUs, statPath, nil)
+	return validateComputeSystem(doc, hostCPUs, statPath, statPath, nil)
 }
 
 // validateComputeSystem is ValidateComputeSystem for a client whose drive mapping is hp (nil:
-// none): the document's host paths are resolved with it before they are checked.
-func validateComputeSystem(doc string, hostCPUs int, statPath func(string) error, hp *hostPaths) (*schema2.ComputeSystem, error) {
+// none): the document's host paths are resolved with it before they are checked. statPath
+// checks the container's storage folder, statSource the host path of a mapped directory (which
+// may be a single file).
+func validateComputeSystem(doc string, hostCPUs int, statPath, statSource func(string) error, hp *hostPaths) (*schema2.ComputeSystem, error) {
 	var cs schema2.ComputeSystem
 	if err := decodeDocument(doc, &cs, "ComputeSystem"); err != nil {
 		return nil, err
@@ -277,7 +279,7 @@ func validateComputeSystem(doc string, hostCPUs int, statPath func(string) error
 		return nil, err
 	}
 	if c := cs.Container; c != nil {
-		if err := validateContainer(c, false, hostCPUs, statPath); err != nil {
+		if err := validateContainer(c, false, hostCPUs, statPath, statSource); err != nil {
 			return nil, err
 		}
 	}
@@ -292,7 +294,7 @@ func validateComputeSystem(doc string, hostCPUs int, statPath func(string) error
 			return nil, err
 		}
 		// Guest paths are checked against the hosting VM (hosted_linux.go), not the host.
-		if err := validateContainer(hs.Container, true, hostCPUs, nil); err != nil {
+		if err := validateContainer(hs.Container, true, hostCPUs, nil, nil); err != nil {
 			return nil, prefixField(err, "HostedSystem.")
 		}
 		cs.HostedSystem = hs
@@ -300,7 +302,7 @@ func validateComputeSystem(doc string, hostCPUs int, statPath func(string) error
 	return &cs, nil
 }
 
-func validateContainer(c *schema2.Container, hosted bool, hostCPUs int, statPath func(string) error) error {
+func validateContainer(c *schema2.Container, hosted bool, hostCPUs int, statPath, statSource func(string) error) error {
 	if !hosted {
 		// A process-isolated container runs on a volume the caller mounted: HCS needs its path.
 		if c.Storage == nil {
@@ -334,7 +336,7 @@ func validateContainer(c *schema2.Container, hosted bool, hostCPUs int, statPath
 		return err
 	}
 	for i, md := range c.MappedDirectories {
-		if err := ValidateMappedDirectory(fmt.Sprintf("Container.MappedDirectories[%d]", i), &md, statPath); err != nil {
+		if err := ValidateMappedDirectory(fmt.Sprintf("Container.MappedDirectories[%d]", i), &md, statSource); err != nil {
 			return err
 		}
 	}
@@ -360,8 +362,8 @@ func ValidateProcessor(field string, p *schema2.Processor, hostCPUs int) error {
 	return nil
 }
 
-// ValidateMappedDirectory checks a mapped directory: a host path that exists and a container
-// path on C:.
+// ValidateMappedDirectory checks a mapped directory: a host path that statPath accepts (a
+// folder or a single file) and a container path on C:.
 func ValidateMappedDirectory(field string, md *schema2.MappedDirectory, statPath func(string) error) error {
 	if md.HostPath == "" {
 		return errorf(computecore.HCS_E_INVALID_JSON, "%s.HostPath: missing required field", field)
