@@ -17,6 +17,9 @@
 //   - engine_linux.go, process_linux.go, mounts_linux.go: systems (one lock each; the engine's
 //     lock guards only the table), processes chrooted in Container.Storage.Path, mapped
 //     directories as bind mounts (mounts_file_linux.go: a single file too, as HCS maps one).
+//   - pipes_linux.go: host named pipes mapped into a process-isolated container, as unix sockets
+//     at C:\pipe\<name> that the TCP client (the stand-in computecore.dll, beside the host's
+//     pipes under Wine) relays to the host pipe (tcp_linux.go attachPipe).
 //   - cgroups_linux.go, spawn_linux.go: cgroup v1 groups per system under
 //     /sys/fs/cgroup/<controller>/hcsemu/<daemon instance>/<system> for limits, pause
 //     (freezer), statistics and killing; processes are forked from one locked thread inside the

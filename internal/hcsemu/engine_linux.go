@@ -193,6 +193,8 @@ type system struct {
 	// container runs in (hosted_linux.go). Both nil for a process-isolated container.
 	vm     *vmState
 	hosted *hostedLink
+	// pipes are a process-isolated container's mapped pipes (pipes_linux.go); nil: none.
+	pipes *pipeState
 	// identity is the gMSA domain of a container naming a Container Credential Guard
 	// instance (ccg.go); nil: none.
 	identity *domainIdentity
@@ -258,6 +260,9 @@ func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscribe
 	}
 	cs, err := validateComputeSystem(doc, e.hostCPUs, e.statPath, e.statSource, hostPathsOf(ctx))
 	if err != nil {
+		return wire.SystemReply{}, err
+	}
+	if err := checkPipeRelayer(cs.Container, sub); err != nil {
 		return wire.SystemReply{}, err
 	}
 	s := &system{
@@ -383,6 +388,12 @@ func (s *system) setupContainerLocked(ctx context.Context) error {
 				return fmt.Errorf("Container.MappedDirectories[%d]: %w", i, err)
 			}
 		}
+		// A hosted container's pipes are its VM's (hosted_linux.go).
+		if s.hosted == nil {
+			if err := s.mapPipesLocked(ctx, c.MappedPipes); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -393,6 +404,7 @@ func (s *system) teardownLocked(ctx context.Context) {
 		s.releaseVMNetworkLocked(ctx)
 	}
 	s.leaveHostLocked()
+	s.closePipesLocked()
 	s.unmapAllLocked(ctx)
 	s.leaveNetworkLocked()
 	if s.vol != nil {
@@ -527,6 +539,7 @@ func (s *system) stopLocked(ctx context.Context, exitType schema2.NotificationTy
 	if s.cg != nil {
 		s.cg.kill(ctx)
 	}
+	s.closePipesLocked()
 	s.unmapAllLocked(ctx)
 	s.leaveNetworkLocked()
 	s.notifyLocked(wire.Event{Type: computecore.EventSystemExited, System: s.ref(), Data: s.exitDocLocked()})
@@ -936,8 +949,7 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 		}
 		s.doc.Container.Memory = &schema2.Memory{SizeInMB: mb}
 	case schema2.ResourcePathContainerMappedPipes:
-		// Named pipes do not exist on Linux; the emulator checks the document and accepts it,
-		// so that callers that map pipes (hcsshim maps \\.\pipe\… mounts) keep working.
+		// A host pipe mapped while the container runs (pipes_linux.go).
 		if err := wantType(schema2.RequestTypeAdd, schema2.RequestTypeRemove); err != nil {
 			return err
 		}
@@ -945,9 +957,16 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 		if err := decodeDocument(string(settings), &mp, "Settings"); err != nil {
 			return err
 		}
-		if mp.ContainerPipeName == "" {
-			return errorf(computecore.HCS_E_INVALID_JSON, "Settings.ContainerPipeName: missing required field")
+		if s.hosted != nil {
+			return errorf(computecore.E_NOTIMPL, "ResourcePath: %q: pipes of a container in a utility VM are the VM's (VirtualMachine/Devices/MappedPipes) and named in its document; the emulator does not add them later", req.ResourcePath)
 		}
+		if req.RequestType == schema2.RequestTypeRemove {
+			return s.removePipeLocked(mp)
+		}
+		if err := ValidateMappedPipe("Settings", &mp); err != nil {
+			return err
+		}
+		return s.addPipeLocked(ctx, mp)
 	case schema2.ResourcePathContainerMappedDirectories:
 		if err := wantType(schema2.RequestTypeAdd, schema2.RequestTypeRemove); err != nil {
 			return err

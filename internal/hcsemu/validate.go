@@ -340,6 +340,14 @@ func validateContainer(c *schema2.Container, hosted bool, hostCPUs int, statPath
 			return err
 		}
 	}
+	if !hosted {
+		// A hosted container's pipes are its VM's, checked against the VM (hosted_linux.go).
+		for i := range c.MappedPipes {
+			if err := ValidateMappedPipe(fmt.Sprintf("Container.MappedPipes[%d]", i), &c.MappedPipes[i]); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -378,6 +386,26 @@ func ValidateMappedDirectory(field string, md *schema2.MappedDirectory, statPath
 		if err := statPath(md.HostPath); err != nil {
 			return errorf(computecore.E_PATH_NOT_FOUND, "%s.HostPath: %q: %v", field, md.HostPath, err)
 		}
+	}
+	return nil
+}
+
+// ValidateMappedPipe checks a mapped pipe of a process-isolated container: a host pipe path
+// (\\.\pipe\NAME) and a container pipe name that is one path element.
+func ValidateMappedPipe(field string, mp *schema2.MappedPipe) error {
+	if mp.ContainerPipeName == "" {
+		return errorf(computecore.HCS_E_INVALID_JSON, "%s.ContainerPipeName: missing required field", field)
+	}
+	if mp.HostPath == "" {
+		return errorf(computecore.HCS_E_INVALID_JSON, "%s.HostPath: missing required field", field)
+	}
+	if name, ok := strings.CutPrefix(strings.ToLower(mp.HostPath), `\\.\pipe\`); !ok || name == "" {
+		return errorf(computecore.E_INVALIDARG, "%s.HostPath: %q is not a host pipe path (\\\\.\\pipe\\<name>)", field, mp.HostPath)
+	}
+	// Assumption: Windows allows any character but a backslash in a pipe name's components;
+	// the emulator keeps the name one file name so that its socket stays in its folder.
+	if n := mp.ContainerPipeName; strings.ContainsAny(n, `\/`) || n == "." || n == ".." || len(n) > 200 {
+		return errorf(computecore.E_INVALIDARG, "%s.ContainerPipeName: %q: the emulator maps a pipe name without \\ or / (at most 200 characters)", field, n)
 	}
 	return nil
 }
