@@ -29,8 +29,8 @@ func TestPipeMount(t *testing.T) {
 		t.Fatalf("serve the host pipe %s: %v", hostPipe, err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	got := make(chan string, 4)
-	go servePipe(ln, got)
+	got, ended := make(chan string, 4), make(chan error, 4)
+	go servePipe(ln, got, ended)
 
 	pod, podCfg := runPod(t, n, "pod-pipe")
 	cfg := containerConfig("pipe-client", "sleep", "600")
@@ -49,6 +49,15 @@ func TestPipeMount(t *testing.T) {
 	case <-time.After(rpcTimeout):
 		t.Error("the host pipe's server got no connection")
 	}
+	// The client's exit closed its pipe: the host's server reads the end of it.
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Errorf("the host pipe's server, at the container client's end: %v", err)
+		}
+	case <-time.After(rpcTimeout):
+		t.Error("the host pipe's server did not see the container client's end")
+	}
 
 	// The host's pipe under its own name is not in the container: only what is mapped is.
 	_, _, err = n.rt.ExecSync(ctx(t), id, []string{workload, "pipe", hostPipe, "not mapped"}, time.Minute)
@@ -64,8 +73,9 @@ func TestPipeMount(t *testing.T) {
 }
 
 // servePipe answers each client of the host pipe: it reads one line, reports it on got, and
-// answers "host pipe: LINE"; then it waits for the client's close.
-func servePipe(ln net.Listener, got chan<- string) {
+// answers "host pipe: LINE"; then it waits for the client's close and reports how it ended on
+// ended (nil: the end of the stream, with nothing more sent).
+func servePipe(ln net.Listener, got chan<- string, ended chan<- error) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -80,9 +90,14 @@ func servePipe(ln net.Listener, got chan<- string) {
 			}
 			got <- line
 			if _, err := io.WriteString(c, "host pipe: "+line); err != nil {
+				ended <- err
 				return
 			}
-			io.Copy(io.Discard, c)
+			b, err := io.ReadAll(c)
+			if err == nil && len(b) > 0 {
+				err = fmt.Errorf("the client sent %q more", b)
+			}
+			ended <- err
 		}()
 	}
 }
