@@ -123,6 +123,12 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	instance := instanceOf(canonical)
 	sweepDeadInstances(ctx, cfg.CgroupRoot, "/proc", instance)
+	// Mapped pipes' sockets a dead daemon of this root left (pipes_linux.go): system
+	// instances start again from 1, and a stale socket would refuse its name.
+	if err := os.RemoveAll(filepath.Join(root, pipesFolder)); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("remove the pipes a dead daemon left in %s: %w", root, err)
+	}
 	cg, err := newCgroupManager(ctx, cfg.CgroupRoot, instance)
 	if err != nil {
 		lock.Close()

@@ -38,8 +38,12 @@ import (
 // A client that cannot open Windows pipes (the unix socket: the Linux build of the shim) gets a
 // document with MappedPipes refused at create, rather than a pipe that no one can serve.
 
-// pipeFolder is where a container finds its mapped pipes (see above).
-const pipeFolder = `C:\pipe`
+// pipeFolder is where a container finds its mapped pipes (see above); pipesFolder, in the
+// daemon's root, holds a folder of sockets per system instance.
+const (
+	pipeFolder  = `C:\pipe`
+	pipesFolder = "pipes"
+)
 
 // pipeRelayer is a subscriber that can open the host's named pipes and relay them (conn on
 // TCP: the stand-in DLL, which runs under Wine beside the pipe's server).
@@ -97,7 +101,7 @@ func (s *system) addPipeLocked(ctx context.Context, mp schema2.MappedPipe) error
 		return errorf(computecore.E_NOT_SUPPORTED, "compute system %q has no storage to map pipes into", s.id)
 	}
 	if s.pipes == nil {
-		dir := filepath.Join(s.e.cfg.Root, "pipes", strconv.FormatUint(s.instance, 10))
+		dir := filepath.Join(s.e.cfg.Root, pipesFolder, strconv.FormatUint(s.instance, 10))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return errorf(computecore.E_FAIL, "the folder of compute system %q's pipes: %v", s.id, err)
 		}

@@ -2,6 +2,7 @@ package hcsemu
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -205,5 +206,31 @@ func TestValidateMappedPipe(t *testing.T) {
 				t.Errorf("%v; want %v naming Container.MappedPipes[0].%s", err, tt.want, tt.field)
 			}
 		})
+	}
+}
+
+// TestEngineRemovesDeadPipes: a daemon starting on the root of a dead one removes the sockets
+// of its mapped pipes, whose names the new daemon's systems (numbered from 1 again) would
+// otherwise find taken.
+func TestEngineRemovesDeadPipes(t *testing.T) {
+	requireRoot(t)
+	root := t.TempDir()
+	stale := filepath.Join(root, pipesFolder, "1")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(stale, "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	e, err := NewEngine(context.Background(), Config{Root: root, OSVersion: "10.0.20348.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	if _, err := os.Stat(filepath.Join(root, pipesFolder)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a dead daemon's pipes after a new daemon's start: %v", err)
 	}
 }
