@@ -177,7 +177,8 @@
 // share path (a share with ReadOnly maps read-only; a RestrictFileAccess share maps only its
 // AllowedFiles, one file each at a file ContainerPath, as hcsshim's file mounts do, and anything
 // else of it is E_ACCESSDENIED) or a guest path; MappedPipes[].HostPath schema2.VSMBGuestPipePath
-// of a pipe added to the VM. The image's build (OSBuildFile in the base layer, the last of
+// of a pipe added to the VM (its processes reach the host pipe as a process-isolated container's
+// do, pipes_linux.go). The image's build (OSBuildFile in the base layer, the last of
 // Storage.Layers) must not be newer than the VM's, else HCS_E_IMAGE_MISMATCH. Its processes run in the VM's
 // namespaces, in a cgroup nested in the VM's (Container.Memory and Processor apply inside the
 // VM's own limits). A process-isolated container whose image build differs from the host's

@@ -268,7 +268,7 @@ func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscribe
 	if err != nil {
 		return wire.SystemReply{}, err
 	}
-	if err := checkPipeRelayer(cs.Container, sub); err != nil {
+	if err := checkPipeRelayer(cs, sub); err != nil {
 		return wire.SystemReply{}, err
 	}
 	s := &system{
@@ -394,11 +394,10 @@ func (s *system) setupContainerLocked(ctx context.Context) error {
 				return fmt.Errorf("Container.MappedDirectories[%d]: %w", i, err)
 			}
 		}
-		// A hosted container's pipes are its VM's (hosted_linux.go).
-		if s.hosted == nil {
-			if err := s.mapPipesLocked(ctx, c.MappedPipes); err != nil {
-				return err
-			}
+		// A hosted container's pipes are the VM's, translated to their host pipes
+		// (hosted_linux.go attachToVM).
+		if err := s.mapPipesLocked(ctx, c.MappedPipes); err != nil {
+			return err
 		}
 	}
 	return nil

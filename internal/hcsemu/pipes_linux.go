@@ -35,6 +35,9 @@ import (
 //     attach it (wire.PipeConnect, wire.MethodAttachPipe, tcp_linux.go); the bytes then flow
 //     through the daemon between the container's socket and the client's connection.
 //
+// A container in a utility VM maps the VM's pipes (VirtualMachine/Devices/MappedPipes, named by
+// schema2.VSMBGuestPipePath): it gets the same socket, relayed to the host pipe the VM was given.
+//
 // A client that cannot open Windows pipes (the unix socket: the Linux build of the shim) gets a
 // document with MappedPipes refused at create, rather than a pipe that no one can serve.
 
@@ -71,14 +74,18 @@ type pipeState struct {
 }
 
 // checkPipeRelayer refuses a document with mapped pipes from a client that cannot serve them.
-func checkPipeRelayer(c *schema2.Container, sub Subscriber) error {
+func checkPipeRelayer(cs *schema2.ComputeSystem, sub Subscriber) error {
+	c, field := cs.Container, "Container"
+	if hs, ok := cs.HostedSystem.(*schema2.HostedSystem); ok {
+		c, field = hs.Container, "HostedSystem.Container"
+	}
 	if c == nil || len(c.MappedPipes) == 0 {
 		return nil
 	}
 	if r, ok := sub.(pipeRelayer); ok && r.canRelayPipes() {
 		return nil
 	}
-	return errorf(computecore.E_NOTIMPL, "Container.MappedPipes[0]: %q: host named pipes are mapped only for a client that can open them (the stand-in computecore.dll under Wine); this client's connection has no Windows side", c.MappedPipes[0].HostPath)
+	return errorf(computecore.E_NOTIMPL, "%s.MappedPipes[0]: %q: host named pipes are mapped only for a client that can open them (the stand-in computecore.dll under Wine); this client's connection has no Windows side", field, c.MappedPipes[0].HostPath)
 }
 
 // mapPipesLocked maps the document's pipes into a process-isolated container whose volume is

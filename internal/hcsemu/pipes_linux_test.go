@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -232,5 +233,76 @@ func TestEngineRemovesDeadPipes(t *testing.T) {
 	defer e.Close(context.Background())
 	if _, err := os.Stat(filepath.Join(root, pipesFolder)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a dead daemon's pipes after a new daemon's start: %v", err)
+	}
+}
+
+// pipeRecorder is a subscriber with a Windows side, as the stand-in DLL's connection is: the
+// connections it is asked to relay come out on relays.
+type pipeRecorder struct {
+	*recorder
+	relays chan relayed
+}
+
+type relayed struct {
+	sys      wire.SystemRef
+	hostPipe string
+	c        net.Conn
+}
+
+func (p *pipeRecorder) canRelayPipes() bool { return true }
+
+func (p *pipeRecorder) relayPipe(_ context.Context, sys wire.SystemRef, hostPipe string, c net.Conn) error {
+	p.relays <- relayed{sys, hostPipe, c}
+	return nil
+}
+
+// TestHostedMappedPipe maps a pipe of a utility VM (VirtualMachine/Devices/MappedPipes) into a
+// container in it, as hcsshim does for a Hyper-V pod's \\.\pipe\ mount: the container's client
+// reaches the host pipe the VM was given. A subscriber without a Windows side is refused.
+func TestHostedMappedPipe(t *testing.T) {
+	e := newVMEngine(t, "10.0.20348.1", 0)
+	startVM(t, e, "p@vm", "10.0.20348.1", 128)
+	if err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: fmt.Sprintf(schema2.ResourcePathMappedPipeFormat, `\\.\pipe\Host-P`), RequestType: schema2.RequestTypeAdd}); err != nil {
+		t.Fatal(err)
+	}
+	layer := newLayer(t, "10.0.20348.1", false)
+	withPipe := func(c *schema2.Container) {
+		c.MappedPipes = []schema2.MappedPipe{{HostPath: schema2.VSMBGuestPipePath("host-p"), ContainerPipeName: "in-vm"}}
+	}
+	sub := &pipeRecorder{recorder: newRecorder(), relays: make(chan relayed, 1)}
+	if _, err := hostContainerWith(t, e, "p@vm", "c1", layer, sub, withPipe); err != nil {
+		t.Fatalf("hosted container with the VM's pipe: %v", err)
+	}
+	if _, err := hostContainerWith(t, e, "p@vm", "c2", layer, newRecorder(), withPipe); !errors.Is(err, computecore.E_NOTIMPL) || !strings.Contains(err.Error(), "HostedSystem.Container.MappedPipes[0]") {
+		t.Errorf("a hosted container with a pipe for a subscriber without a Windows side: %v; want E_NOTIMPL naming the field", err)
+	}
+	runInBackground(t, e, "c1", `C:\workload\workload.exe sleep 600`)
+	served := make(chan string, 1)
+	go func() {
+		select {
+		case r := <-sub.relays:
+			defer r.c.Close()
+			if r.hostPipe != `\\.\pipe\Host-P` || r.sys.ID != "c1" {
+				served <- fmt.Sprintf("relay of %q for %+v; want the VM's host pipe for c1", r.hostPipe, r.sys)
+				return
+			}
+			r.c.SetDeadline(time.Now().Add(30 * time.Second))
+			line, err := bufio.NewReader(r.c).ReadString('\n')
+			if err != nil {
+				served <- "read: " + err.Error()
+				return
+			}
+			io.WriteString(r.c, "vm host: "+line)
+			served <- line
+		case <-time.After(60 * time.Second):
+			served <- "no relay within 60s"
+		}
+	}()
+	code, out := runIn(t, e, "c1", `C:\workload\workload.exe pipe \\.\pipe\in-vm hi`)
+	if got := <-served; got != "hi\n" {
+		t.Errorf("the host side: %s", got)
+	}
+	if code != 0 || out != "vm host: hi\n" {
+		t.Errorf("the hosted container's pipe client: exit %d, %q; want the host's answer", code, out)
 	}
 }

@@ -269,6 +269,12 @@ func hostContainer(t *testing.T, e *Engine, vmID, id, layer string, sub Subscrib
 // hostContainerIn is hostContainer with the container's Networking.
 func hostContainerIn(t *testing.T, e *Engine, vmID, id, layer string, sub Subscriber, net *schema2.Networking) (string, error) {
 	t.Helper()
+	return hostContainerWith(t, e, vmID, id, layer, sub, func(c *schema2.Container) { c.Networking = net })
+}
+
+// hostContainerWith is hostContainer with more of the container's document, set by with.
+func hostContainerWith(t *testing.T, e *Engine, vmID, id, layer string, sub Subscriber, with func(*schema2.Container)) (string, error) {
+	t.Helper()
 	scratch := t.TempDir()
 	if err := os.Mkdir(filepath.Join(scratch, "Files"), 0o755); err != nil {
 		t.Fatal(err)
@@ -293,8 +299,10 @@ func hostContainerIn(t *testing.T, e *Engine, vmID, id, layer string, sub Subscr
 		Settings: schema2.CombinedLayers{ContainerRootPath: mount, Layers: layers}}}); err != nil {
 		t.Fatalf("combine layers: %v", err)
 	}
+	c := &schema2.Container{Storage: &schema2.Storage{Path: mount, Layers: layers}}
+	with(c)
 	doc, _ := json.Marshal(schema2.ComputeSystem{Owner: "test", SchemaVersion: &schema2.SchemaV21, HostingSystemId: vmID,
-		HostedSystem: schema2.HostedSystem{SchemaVersion: &schema2.SchemaV21, Container: &schema2.Container{Storage: &schema2.Storage{Path: mount, Layers: layers}, Networking: net}}})
+		HostedSystem: schema2.HostedSystem{SchemaVersion: &schema2.SchemaV21, Container: c}})
 	if _, err := e.CreateSystem(context.Background(), id, string(doc), sub); err != nil {
 		return scratch, err
 	}

@@ -4,6 +4,7 @@ package cri
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,13 +16,24 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// TestPipeMount maps a host named pipe into a process-isolated container as kubelet sends a
-// hostPath volume whose path is \\.\pipe\… (a Mount whose HostPath and ContainerPath are pipe
-// paths; containerd passes them through, the shim makes a MappedPipe of them): the test serves
-// the host pipe itself (go-winio, on the node's Windows side), and the container's client
-// reaches it under the container's pipe name, both ways. A host pipe that is not mapped is not
-// there in the container.
+// TestPipeMount maps a host named pipe into a container as kubelet sends a hostPath volume
+// whose path is \\.\pipe\… (a Mount whose HostPath and ContainerPath are pipe paths; containerd
+// passes them through, the shim makes a MappedPipe of them, in a Hyper-V pod after adding the
+// pipe to the utility VM): the test serves the host pipe itself (go-winio, on the node's Windows
+// side), and the container's client reaches it under the container's pipe name, both ways, and
+// its end reaches the host's server. A host pipe that is not mapped is not there in the
+// container.
 func TestPipeMount(t *testing.T) {
+	for _, handler := range []string{"", hypervHandler} {
+		name := "process"
+		if handler != "" {
+			name = "hyperv"
+		}
+		t.Run(name, func(t *testing.T) { pipeMount(t, handler) })
+	}
+}
+
+func pipeMount(t *testing.T, handler string) {
 	n := connect(t)
 	hostPipe := fmt.Sprintf(`\\.\pipe\runhcs-cri-%d`, time.Now().UnixNano())
 	ln, err := winio.ListenPipe(hostPipe, nil)
@@ -32,7 +44,17 @@ func TestPipeMount(t *testing.T) {
 	got, ended := make(chan string, 4), make(chan error, 4)
 	go servePipe(ln, got, ended)
 
-	pod, podCfg := runPod(t, n, "pod-pipe")
+	podCfg := podConfig(t, "pod-pipe")
+	pod, err := n.rt.RunPodSandbox(ctx(t), podCfg, handler)
+	if err != nil {
+		t.Fatalf("RunPodSandbox with handler %q: %v", handler, err)
+	}
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+		defer cancel()
+		n.rt.StopPodSandbox(c, pod)
+		n.rt.RemovePodSandbox(c, pod)
+	})
 	cfg := containerConfig("pipe-client", "sleep", "600")
 	cfg.Mounts = []*runtimeapi.Mount{{HostPath: hostPipe, ContainerPath: `\\.\pipe\from-the-host`}}
 	id := startContainer(t, n, pod, podCfg, cfg)
