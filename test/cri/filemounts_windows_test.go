@@ -3,6 +3,7 @@
 package cri
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -33,11 +34,32 @@ const (
 // host; it reads the hosts file the test wrote for the pod; and a file mounted read-only (a
 // ConfigMap key with subPath) can be read and not written. Each check fails when the file is
 // not mapped (the container's write lands in its own volume, its read finds no file or the
-// image's) or when read-only is not enforced.
+// image's) or when read-only is not enforced. In a Hyper-V pod each file is a single-file VSMB
+// share of its folder (hcsshim's AddVSMB with RestrictFileAccess), mapped into the container.
 func TestFileMounts(t *testing.T) {
+	for _, handler := range []string{"", hypervHandler} {
+		name := "process"
+		if handler != "" {
+			name = "hyperv"
+		}
+		t.Run(name, func(t *testing.T) { fileMounts(t, handler) })
+	}
+}
+
+func fileMounts(t *testing.T, handler string) {
 	n := connect(t)
 	podDir := t.TempDir()
-	pod, podCfg := runPod(t, n, "pod-files")
+	podCfg := podConfig(t, "pod-files")
+	pod, err := n.rt.RunPodSandbox(ctx(t), podCfg, handler)
+	if err != nil {
+		t.Fatalf("RunPodSandbox with handler %q: %v", handler, err)
+	}
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+		defer cancel()
+		n.rt.StopPodSandbox(c, pod)
+		n.rt.RemovePodSandbox(c, pod)
+	})
 	// Kubelet writes the pod's hosts file after the sandbox has its IP.
 	hostsFile := filepath.Join(podDir, "etc-hosts")
 	hosts := fmt.Sprintf("# Kubernetes-managed hosts file.\r\n127.0.0.1\tlocalhost\r\n%s\tpod-files\r\n", podIP(t, n, pod))
@@ -74,7 +96,7 @@ func TestFileMounts(t *testing.T) {
 			t.Errorf("read %s: stdout %q, stderr %q, %v; want %q", file, stdout, stderr, err, want)
 		}
 	}
-	_, _, err := n.rt.ExecSync(ctx(t), id, []string{workload, "write", `C:\config\settings.conf`, "refused"}, time.Minute)
+	_, _, err = n.rt.ExecSync(ctx(t), id, []string{workload, "write", `C:\config\settings.conf`, "refused"}, time.Minute)
 	var exitErr interface{ ExitStatus() int }
 	if !errors.As(err, &exitErr) || exitErr.ExitStatus() == 0 {
 		t.Errorf("write to the read-only file: %v; want a failing exit", err)
