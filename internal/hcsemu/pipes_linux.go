@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/containerd/log"
 
@@ -63,14 +62,12 @@ type mappedPipe struct {
 	ln *net.UnixListener
 }
 
-// pipeState is a container's mapped pipes. Its own lock: the accept loops run without the
-// system's.
+// pipeState is a container's mapped pipes, guarded by the system's lock (the accept loops do
+// not touch it).
 type pipeState struct {
-	dir    string   // the daemon's folder of sockets, mapped at pipeFolder
-	dirF   *os.File // dir, open: sockets are bound through it (sun_path is short)
-	mu     sync.Mutex
-	pipes  map[string]*mappedPipe // by lower-cased container pipe name
-	closed bool
+	dir   string                 // the daemon's folder of sockets, mapped at pipeFolder
+	dirF  *os.File               // dir, open: sockets are bound through it (sun_path is short)
+	pipes map[string]*mappedPipe // by lower-cased container pipe name
 }
 
 // checkPipeRelayer refuses a document with mapped pipes from a client that cannot serve them.
@@ -133,8 +130,6 @@ func (s *system) addPipeLocked(ctx context.Context, mp schema2.MappedPipe) error
 	}
 	p := s.pipes
 	key := strings.ToLower(mp.ContainerPipeName)
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if _, dup := p.pipes[key]; dup {
 		return errorf(errAlreadyExists, "ContainerPipeName: %q is already mapped in compute system %q", mp.ContainerPipeName, s.id)
 	}
@@ -167,10 +162,8 @@ func (s *system) removePipeLocked(mp schema2.MappedPipe) error {
 		return errorf(computecore.E_ELEMENT_NOT_FOUND, "ContainerPipeName: %q is not mapped in compute system %q", mp.ContainerPipeName, s.id)
 	}
 	p := s.pipes
-	p.mu.Lock()
 	m, ok := p.pipes[key]
 	delete(p.pipes, key)
-	p.mu.Unlock()
 	if !ok {
 		return errorf(computecore.E_ELEMENT_NOT_FOUND, "ContainerPipeName: %q is not mapped in compute system %q", mp.ContainerPipeName, s.id)
 	}
@@ -187,13 +180,10 @@ func (s *system) closePipesLocked() {
 	if p == nil {
 		return
 	}
-	p.mu.Lock()
-	p.closed = true
 	for key, m := range p.pipes {
 		m.ln.Close()
 		delete(p.pipes, key)
 	}
-	p.mu.Unlock()
 	p.dirF.Close()
 	os.RemoveAll(p.dir)
 	s.pipes = nil
