@@ -52,6 +52,8 @@ func TestRun(t *testing.T) {
 		{name: "alloc", args: []string{"alloc", "2"}, wantStdout: "allocated 2 MiB\n"},
 		{name: "alloc negative", args: []string{"alloc", "-2"}, wantCode: 2, wantStderr: "negative"},
 		{name: "spin", args: []string{"spin", "0.01"}},
+		{name: "pipe usage", args: []string{"pipe", `\\.\pipe\p`}, wantCode: 2, wantStderr: "want PIPE"},
+		{name: "pipe not a pipe path", args: []string{"pipe", `C:\p`, "x"}, wantCode: 2, wantStderr: `"C:\\p" is not a named pipe path`},
 		{name: "unknown", args: []string{"frobnicate"}, wantCode: 2, wantStderr: `unknown subcommand "frobnicate"`},
 		{name: "none", args: nil, wantCode: 2, wantStderr: "no subcommand"},
 	}
