@@ -207,6 +207,15 @@ func (d *fakeDaemon) handle(c net.Conn) {
 		if err != nil {
 			return
 		}
+		if first && f.Method == wire.MethodAttachPipe {
+			var a wire.AttachPipeArgs
+			if err := f.DecodeArgs(&a); err != nil {
+				_ = c.Close()
+				return
+			}
+			pipeAttaches <- attachedPipe{args: a, c: &bufferedConn{Conn: c, r: r}}
+			return
+		}
 		if first && f.Method == "AttachStdio" {
 			var a attachArgs
 			if err := json.Unmarshal(f.Args, &a); err != nil {

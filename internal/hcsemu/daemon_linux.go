@@ -83,6 +83,7 @@ func Run(ctx context.Context, cfg Config, addrs Addresses) error {
 		err = errors.Join(err, <-done)
 	}
 	srv.stdio.close()
+	srv.pipes.close()
 	log.G(ctx).Info("hcsemu: shutting down: terminating every compute system")
 	cerr := e.Close(context.WithoutCancel(ctx))
 	os.Remove(addrs.Unix)

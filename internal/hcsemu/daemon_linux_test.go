@@ -100,6 +100,7 @@ func startDaemon(t *testing.T) *testDaemon {
 				}
 			}
 			srv.stdio.close()
+			srv.pipes.close()
 			if err := e.Close(context.Background()); err != nil {
 				t.Errorf("engine close: %v", err)
 			}

@@ -16,7 +16,10 @@
 //     (CreateProcess's search order and PATH; .exe appended) in a container's volume, its C:\.
 //   - engine_linux.go, process_linux.go, mounts_linux.go: systems (one lock each; the engine's
 //     lock guards only the table), processes chrooted in Container.Storage.Path, mapped
-//     directories as bind mounts.
+//     directories as bind mounts (mounts_file_linux.go: a single file too, as HCS maps one).
+//   - pipes_linux.go: host named pipes mapped into a process-isolated container, as unix sockets
+//     at C:\pipe\<name> that the TCP client (the stand-in computecore.dll, beside the host's
+//     pipes under Wine) relays to the host pipe (tcp_linux.go attachPipe).
 //   - cgroups_linux.go, spawn_linux.go: cgroup v1 groups per system under
 //     /sys/fs/cgroup/<controller>/hcsemu/<daemon instance>/<system> for limits, pause
 //     (freezer), statistics and killing; processes are forked from one locked thread inside the
@@ -178,7 +181,8 @@
 // share path (a share with ReadOnly maps read-only; a RestrictFileAccess share maps only its
 // AllowedFiles, one file each at a file ContainerPath, as hcsshim's file mounts do, and anything
 // else of it is E_ACCESSDENIED) or a guest path; MappedPipes[].HostPath schema2.VSMBGuestPipePath
-// of a pipe added to the VM. The image's build (OSBuildFile in the base layer, the last of
+// of a pipe added to the VM (its processes reach the host pipe as a process-isolated container's
+// do, pipes_linux.go). The image's build (OSBuildFile in the base layer, the last of
 // Storage.Layers) must not be newer than the VM's, else HCS_E_IMAGE_MISMATCH. Its processes run in the VM's
 // namespaces, in a cgroup nested in the VM's (Container.Memory and Processor apply inside the
 // VM's own limits). A process-isolated container whose image build the host does not run fails

@@ -123,6 +123,12 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	instance := instanceOf(canonical)
 	sweepDeadInstances(ctx, cfg.CgroupRoot, "/proc", instance)
+	// Mapped pipes' sockets a dead daemon of this root left (pipes_linux.go): system
+	// instances start again from 1, and a stale socket would refuse its name.
+	if err := os.RemoveAll(filepath.Join(root, pipesFolder)); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("remove the pipes a dead daemon left in %s: %w", root, err)
+	}
 	cg, err := newCgroupManager(ctx, cfg.CgroupRoot, instance)
 	if err != nil {
 		lock.Close()
@@ -193,6 +199,8 @@ type system struct {
 	// container runs in (hosted_linux.go). Both nil for a process-isolated container.
 	vm     *vmState
 	hosted *hostedLink
+	// pipes are a process-isolated container's mapped pipes (pipes_linux.go); nil: none.
+	pipes *pipeState
 	// identity is the gMSA domain of a container naming a Container Credential Guard
 	// instance (ccg.go); nil: none.
 	identity *domainIdentity
@@ -223,14 +231,44 @@ func (e *Engine) statPath(p string) error {
 	return statDir(p)
 }
 
+// statSource checks the host path of a mapped directory of a process-isolated container: a
+// folder, or a single file. HCS maps files too: hcsshim sends every non-pipe mount of a
+// process-isolated container as a MappedDirectory, files included, and resolves a file's path
+// itself because "HCS has a bug where it does not correctly resolve file (not dir) paths if the
+// path includes a symlink" (internal/hcsoci/hcsdoc_wcow.go createMountsConfig); kubelet's
+// termination message file and the pod's hosts file reach HCS that way.
+func (e *Engine) statSource(p string) error {
+	if target, ok, err := e.storage.resolve(p); ok {
+		if err != nil {
+			return err
+		}
+		p = target
+	}
+	return statDirOrFile(p)
+}
+
+func statDirOrFile(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() && !fi.Mode().IsRegular() {
+		return fmt.Errorf("neither a folder nor a file (%s)", fi.Mode().Type())
+	}
+	return nil
+}
+
 // CreateSystem validates doc and creates the system in state Created, held by sub. Nothing is
 // left behind when it fails.
 func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscriber) (wire.SystemReply, error) {
 	if id == "" {
 		return wire.SystemReply{}, errorf(computecore.E_INVALIDARG, "id: a compute system needs an id")
 	}
-	cs, err := validateComputeSystem(doc, e.hostCPUs, e.statPath, hostPathsOf(ctx))
+	cs, err := validateComputeSystem(doc, e.hostCPUs, e.statPath, e.statSource, hostPathsOf(ctx))
 	if err != nil {
+		return wire.SystemReply{}, err
+	}
+	if err := checkPipeRelayer(cs, sub); err != nil {
 		return wire.SystemReply{}, err
 	}
 	s := &system{
@@ -357,6 +395,11 @@ func (s *system) setupContainerLocked(ctx context.Context) error {
 				return fmt.Errorf("Container.MappedDirectories[%d]: %w", i, err)
 			}
 		}
+		// A hosted container's pipes are the VM's, translated to their host pipes
+		// (hosted_linux.go attachToVM).
+		if err := s.mapPipesLocked(ctx, c.MappedPipes); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -367,6 +410,7 @@ func (s *system) teardownLocked(ctx context.Context) {
 		s.releaseVMNetworkLocked(ctx)
 	}
 	s.leaveHostLocked()
+	s.closePipesLocked()
 	s.unmapAllLocked(ctx)
 	s.leaveNetworkLocked()
 	if s.vol != nil {
@@ -501,6 +545,7 @@ func (s *system) stopLocked(ctx context.Context, exitType schema2.NotificationTy
 	if s.cg != nil {
 		s.cg.kill(ctx)
 	}
+	s.closePipesLocked()
 	s.unmapAllLocked(ctx)
 	s.leaveNetworkLocked()
 	s.notifyLocked(wire.Event{Type: computecore.EventSystemExited, System: s.ref(), Data: s.exitDocLocked()})
@@ -910,8 +955,7 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 		}
 		s.doc.Container.Memory = &schema2.Memory{SizeInMB: mb}
 	case schema2.ResourcePathContainerMappedPipes:
-		// Named pipes do not exist on Linux; the emulator checks the document and accepts it,
-		// so that callers that map pipes (hcsshim maps \\.\pipe\… mounts) keep working.
+		// A host pipe mapped while the container runs (pipes_linux.go).
 		if err := wantType(schema2.RequestTypeAdd, schema2.RequestTypeRemove); err != nil {
 			return err
 		}
@@ -919,9 +963,16 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 		if err := decodeDocument(string(settings), &mp, "Settings"); err != nil {
 			return err
 		}
-		if mp.ContainerPipeName == "" {
-			return errorf(computecore.HCS_E_INVALID_JSON, "Settings.ContainerPipeName: missing required field")
+		if s.hosted != nil {
+			return errorf(computecore.E_NOTIMPL, "ResourcePath: %q: pipes of a container in a utility VM are the VM's (VirtualMachine/Devices/MappedPipes) and named in its document; the emulator does not add them later", req.ResourcePath)
 		}
+		if req.RequestType == schema2.RequestTypeRemove {
+			return s.removePipeLocked(mp)
+		}
+		if err := ValidateMappedPipe("Settings", &mp); err != nil {
+			return err
+		}
+		return s.addPipeLocked(ctx, mp)
 	case schema2.ResourcePathContainerMappedDirectories:
 		if err := wantType(schema2.RequestTypeAdd, schema2.RequestTypeRemove); err != nil {
 			return err
@@ -941,7 +992,7 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 			if err := hostPathsOf(ctx).resolveIn("Settings.HostPath", &md.HostPath); err != nil {
 				return err
 			}
-			if err := ValidateMappedDirectory("Settings", &md, statDir); err != nil {
+			if err := ValidateMappedDirectory("Settings", &md, statDirOrFile); err != nil {
 				return err
 			}
 			return s.mapLocked(md)

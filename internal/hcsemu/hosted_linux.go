@@ -149,8 +149,15 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 		if !ok || name == "" {
 			return nil, "", errorf(computecore.E_INVALIDARG, "%s: %q is not a mapped pipe of the VM (%s<name>)", field, mp.HostPath, schema2.VSMBGuestPipePath(""))
 		}
-		if _, ok := vm.pipes[`\\.\pipe\`+name]; !ok {
+		hostPipe, ok := vm.pipes[`\\.\pipe\`+name]
+		if !ok {
 			return nil, "", errorf(computecore.E_PATH_NOT_FOUND, "%s: %q: no pipe \\\\.\\pipe\\%s is mapped into VM %q", field, mp.HostPath, name, vmSys.id)
+		}
+		// The container reaches the host pipe the VM was given (pipes_linux.go): the VM's
+		// share of it is what HCS would go through.
+		c.MappedPipes[i].HostPath = hostPipe
+		if err := ValidateMappedPipe(fmt.Sprintf("%s.MappedPipes[%d]", f, i), &c.MappedPipes[i]); err != nil {
+			return nil, "", err
 		}
 		ref.pipes = append(ref.pipes, `\\.\pipe\`+name)
 	}

@@ -123,14 +123,14 @@ func TestValidateComputeSystemResolvesHostPaths(t *testing.T) {
 	}
 	doc := `{"SchemaVersion":{"Major":2,"Minor":1},"Container":{"Storage":{"Path":"` + driveC + `"},` +
 		`"MappedDirectories":[{"HostPath":"Z:\\tmp\\vol","ContainerPath":"C:\\data"}]}}`
-	cs, err := validateComputeSystem(doc, 2, statDir, hp)
+	cs, err := validateComputeSystem(doc, 2, statDir, statDirOrFile, hp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := cs.Container.MappedDirectories[0].HostPath, filepath.Join(driveZ, "tmp", "vol"); got != want {
 		t.Errorf("HostPath = %q, want %q", got, want)
 	}
-	_, err = validateComputeSystem(doc, 2, statDir, nil)
+	_, err = validateComputeSystem(doc, 2, statDir, statDirOrFile, nil)
 	if !errors.Is(err, computecore.E_INVALIDARG) || !strings.Contains(err.Error(), "Container.MappedDirectories[0].HostPath") {
 		t.Errorf("without a mapping: %v, want E_INVALIDARG naming the field", err)
 	}
@@ -151,7 +151,7 @@ func TestValidateComputeSystemResolvesHostPaths(t *testing.T) {
 
 	hosted := `{"SchemaVersion":{"Major":2,"Minor":1},"HostingSystemId":"uvm","HostedSystem":{"SchemaVersion":{"Major":2,"Minor":1},` +
 		`"Container":{"Storage":{"Path":"C:\\c"},"MappedDirectories":[{"HostPath":"C:\\guest\\dir","ContainerPath":"C:\\d"}]}}}`
-	if _, err := validateComputeSystem(hosted, 2, nil, nil); err != nil {
+	if _, err := validateComputeSystem(hosted, 2, nil, nil, nil); err != nil {
 		t.Errorf("a hosted container's guest paths: %v", err)
 	}
 }

@@ -11,9 +11,11 @@ import (
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 )
 
-// mapFileLocked maps one host file at md.ContainerPath (a file path): a container in a utility VM
-// gets a single file through a VSMB share with RestrictFileAccess and SingleFileMapping (hcsshim
-// internal/hcsoci/hcsdoc_wcow.go: HostPath is the share path of the file). It is mapLocked for
+// mapFileLocked maps one host file at md.ContainerPath (a file path). A process-isolated
+// container gets it straight from the host (hcsshim sends a file mount as a MappedDirectory whose
+// HostPath is the file: internal/hcsoci/hcsdoc_wcow.go createMountsConfig); a container in a
+// utility VM through a VSMB share with RestrictFileAccess and SingleFileMapping (HostPath is the
+// share path of the file). It is mapLocked for
 // a file: the target is created (empty) and opened through the volume's os.Root, and the file's
 // bind mount is attached to that descriptor, read-only first when asked.
 func (s *system) mapFileLocked(md schema2.MappedDirectory) error {

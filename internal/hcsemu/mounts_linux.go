@@ -37,10 +37,10 @@ func mappedKey(containerPath string) string {
 // descriptor), never to a path; a read-only mapping is made read-only before it is attached,
 // so it is never writable, not even for a moment.
 func (s *system) mapLocked(md schema2.MappedDirectory) error {
-	if s.hosted != nil {
-		if fi, err := os.Stat(md.HostPath); err == nil && fi.Mode().IsRegular() {
-			return s.mapFileLocked(md) // a single file shared into the VM (hosted_linux.go)
-		}
+	// A single file: a file mount of a process-isolated container, or one shared into the VM
+	// (hosted_linux.go); see mapFileLocked.
+	if fi, err := os.Stat(md.HostPath); err == nil && fi.Mode().IsRegular() {
+		return s.mapFileLocked(md)
 	}
 	key := mappedKey(md.ContainerPath)
 	if key == "" {

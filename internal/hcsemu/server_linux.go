@@ -26,11 +26,14 @@ type Server struct {
 	// stdio holds the streams of processes created on TCP connections until their
 	// AttachStdio connections take them.
 	stdio *stdioTable
+	// pipes holds the container side of mapped pipe connections until the client's
+	// AttachPipe connection takes each (pipes_linux.go, tcp_linux.go).
+	pipes *pipeTable
 }
 
 // NewServer returns a server of e.
 func NewServer(e *Engine) *Server {
-	return &Server{e: e, stdio: newStdioTable(AttachTimeout)}
+	return &Server{e: e, stdio: newStdioTable(AttachTimeout), pipes: newPipeTable(AttachTimeout)}
 }
 
 // serve accepts connections until accept fails for good, handing each that the gate admits

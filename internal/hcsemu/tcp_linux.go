@@ -66,8 +66,12 @@ func (s *Server) serveTCPConn(ctx context.Context, g *group, nc net.Conn) {
 		nc.Close()
 		return
 	}
-	if first.Method == wire.MethodAttachStdio {
+	switch first.Method {
+	case wire.MethodAttachStdio:
 		s.attach(ctx, g, nc, r, first)
+		return
+	case wire.MethodAttachPipe:
+		s.attachPipe(ctx, g, nc, r, first)
 		return
 	}
 	s.runConn(ctx, &tcpTransport{nc: nc, r: r, first: first}, s.stdio)
@@ -298,4 +302,131 @@ func pollableDup(f *os.File) (*os.File, error) {
 	}
 	// os.NewFile registers a non-blocking descriptor with the poller.
 	return os.NewFile(uintptr(fd), f.Name()), nil
+}
+
+// canRelayPipes implements pipeRelayer: a TCP client is the stand-in DLL, which runs under Wine
+// beside the host's pipes; a unix client has no Windows side.
+func (c *conn) canRelayPipes() bool { return c.stdio != nil }
+
+// relayPipe implements pipeRelayer: it keeps the container's connection under a new token and
+// asks the client to open the host pipe and attach it (wire.PipeConnect).
+func (c *conn) relayPipe(ctx context.Context, sys wire.SystemRef, hostPipe string, nc net.Conn) error {
+	if c.stdio == nil {
+		return errors.New("a unix client cannot open host pipes")
+	}
+	token, err := c.srv.pipes.add(ctx, hostPipe, nc)
+	if err != nil {
+		return err
+	}
+	c.Notify(wire.Event{System: sys, Pipe: &wire.PipeConnect{HostPath: hostPipe, Token: token}})
+	return nil
+}
+
+// pipeTable keeps the container side of mapped pipe connections by token until the client's
+// AttachPipe connection takes it, or closes it when the token expires.
+type pipeTable struct {
+	timeout time.Duration
+
+	mu     sync.Mutex
+	conns  map[string]*pendingPipe
+	closed bool
+}
+
+type pendingPipe struct {
+	hostPipe string
+	c        net.Conn
+	timer    *time.Timer
+}
+
+func newPipeTable(timeout time.Duration) *pipeTable {
+	return &pipeTable{timeout: timeout, conns: map[string]*pendingPipe{}}
+}
+
+func (t *pipeTable) add(ctx context.Context, hostPipe string, c net.Conn) (string, error) {
+	token := rand.Text()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return "", errors.New("the server is shutting down")
+	}
+	p := &pendingPipe{hostPipe: hostPipe, c: c}
+	p.timer = time.AfterFunc(t.timeout, func() {
+		if p := t.take(token); p != nil {
+			log.G(ctx).WithField("hostPipe", hostPipe).Warnf("hcsemu: mapped pipe not attached by the client within %s; the container's connection is closed", t.timeout)
+			p.c.Close()
+		}
+	})
+	t.conns[token] = p
+	return token, nil
+}
+
+// take hands a pending connection to its AttachPipe connection, once.
+func (t *pipeTable) take(token string) *pendingPipe {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.conns[token]
+	if !ok {
+		return nil
+	}
+	delete(t.conns, token)
+	p.timer.Stop()
+	return p
+}
+
+// close closes every connection still waiting, and refuses new ones.
+func (t *pipeTable) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	for token, p := range t.conns {
+		p.timer.Stop()
+		p.c.Close()
+		delete(t.conns, token)
+	}
+}
+
+// attachPipe relays a mapped pipe between the container's connection and the client's
+// AttachPipe connection, both ways; each direction's end is passed on as a half-close, and the
+// relay ends when both have ended.
+func (s *Server) attachPipe(ctx context.Context, g *group, nc net.Conn, r *bufio.Reader, f *wire.Frame) {
+	defer nc.Close()
+	var a wire.AttachPipeArgs
+	if err := f.DecodeArgs(&a); err != nil {
+		log.G(ctx).WithError(err).Warn("hcsemu: AttachPipe")
+		return
+	}
+	p := s.pipes.take(a.Token)
+	if p == nil {
+		log.G(ctx).Warn("hcsemu: AttachPipe of an unknown, expired or already attached pipe connection")
+		return
+	}
+	defer p.c.Close()
+	ctx = log.WithLogger(ctx, log.G(ctx).WithField("hostPipe", p.hostPipe))
+	if a.Error != 0 {
+		// What a process of the container sees on Windows when the host pipe is not there
+		// (or busy): its open fails. Here its connection closes at once.
+		log.G(ctx).WithField("error", computecore.HRESULT(0x80070000|a.Error&0xffff).Error()).Warn("hcsemu: the client could not open the mapped host pipe; the container's connection is closed")
+		return
+	}
+	untrack := g.track(p.c)
+	defer untrack()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		io.Copy(nc, p.c)
+		closeWrite(nc)
+	}()
+	// r first: the client may have sent the host pipe's first bytes right behind its frame.
+	io.Copy(p.c, r)
+	closeWrite(p.c)
+	<-done
+}
+
+// closeWrite half-closes a connection that can be, else closes it.
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+		return
+	}
+	c.Close()
 }

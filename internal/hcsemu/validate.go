@@ -236,12 +236,14 @@ const (
 // creates anything. hostCPUs is the number of logical processors of the host; statPath checks
 // that a host path exists (nil skips the checks of the file system).
 func ValidateComputeSystem(doc string, hostCPUs int, statPath func(string) error) (*schema2.ComputeSystem, error) {
-	return validateComputeSystem(doc, hostCPUs, statPath, nil)
+	return validateComputeSystem(doc, hostCPUs, statPath, statPath, nil)
 }
 
 // validateComputeSystem is ValidateComputeSystem for a client whose drive mapping is hp (nil:
-// none): the document's host paths are resolved with it before they are checked.
-func validateComputeSystem(doc string, hostCPUs int, statPath func(string) error, hp *hostPaths) (*schema2.ComputeSystem, error) {
+// none): the document's host paths are resolved with it before they are checked. statPath
+// checks the container's storage folder, statSource the host path of a mapped directory (which
+// may be a single file).
+func validateComputeSystem(doc string, hostCPUs int, statPath, statSource func(string) error, hp *hostPaths) (*schema2.ComputeSystem, error) {
 	var cs schema2.ComputeSystem
 	if err := decodeDocument(doc, &cs, "ComputeSystem"); err != nil {
 		return nil, err
@@ -277,7 +279,7 @@ func validateComputeSystem(doc string, hostCPUs int, statPath func(string) error
 		return nil, err
 	}
 	if c := cs.Container; c != nil {
-		if err := validateContainer(c, false, hostCPUs, statPath); err != nil {
+		if err := validateContainer(c, false, hostCPUs, statPath, statSource); err != nil {
 			return nil, err
 		}
 	}
@@ -292,7 +294,7 @@ func validateComputeSystem(doc string, hostCPUs int, statPath func(string) error
 			return nil, err
 		}
 		// Guest paths are checked against the hosting VM (hosted_linux.go), not the host.
-		if err := validateContainer(hs.Container, true, hostCPUs, nil); err != nil {
+		if err := validateContainer(hs.Container, true, hostCPUs, nil, nil); err != nil {
 			return nil, prefixField(err, "HostedSystem.")
 		}
 		cs.HostedSystem = hs
@@ -300,7 +302,7 @@ func validateComputeSystem(doc string, hostCPUs int, statPath func(string) error
 	return &cs, nil
 }
 
-func validateContainer(c *schema2.Container, hosted bool, hostCPUs int, statPath func(string) error) error {
+func validateContainer(c *schema2.Container, hosted bool, hostCPUs int, statPath, statSource func(string) error) error {
 	if !hosted {
 		// A process-isolated container runs on a volume the caller mounted: HCS needs its path.
 		if c.Storage == nil {
@@ -334,8 +336,16 @@ func validateContainer(c *schema2.Container, hosted bool, hostCPUs int, statPath
 		return err
 	}
 	for i, md := range c.MappedDirectories {
-		if err := ValidateMappedDirectory(fmt.Sprintf("Container.MappedDirectories[%d]", i), &md, statPath); err != nil {
+		if err := ValidateMappedDirectory(fmt.Sprintf("Container.MappedDirectories[%d]", i), &md, statSource); err != nil {
 			return err
+		}
+	}
+	if !hosted {
+		// A hosted container's pipes are its VM's, checked against the VM (hosted_linux.go).
+		for i := range c.MappedPipes {
+			if err := ValidateMappedPipe(fmt.Sprintf("Container.MappedPipes[%d]", i), &c.MappedPipes[i]); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -360,8 +370,8 @@ func ValidateProcessor(field string, p *schema2.Processor, hostCPUs int) error {
 	return nil
 }
 
-// ValidateMappedDirectory checks a mapped directory: a host path that exists and a container
-// path on C:.
+// ValidateMappedDirectory checks a mapped directory: a host path that statPath accepts (a
+// folder or a single file) and a container path on C:.
 func ValidateMappedDirectory(field string, md *schema2.MappedDirectory, statPath func(string) error) error {
 	if md.HostPath == "" {
 		return errorf(computecore.HCS_E_INVALID_JSON, "%s.HostPath: missing required field", field)
@@ -376,6 +386,26 @@ func ValidateMappedDirectory(field string, md *schema2.MappedDirectory, statPath
 		if err := statPath(md.HostPath); err != nil {
 			return errorf(computecore.E_PATH_NOT_FOUND, "%s.HostPath: %q: %v", field, md.HostPath, err)
 		}
+	}
+	return nil
+}
+
+// ValidateMappedPipe checks a mapped pipe of a process-isolated container: a host pipe path
+// (\\.\pipe\NAME) and a container pipe name that is one path element.
+func ValidateMappedPipe(field string, mp *schema2.MappedPipe) error {
+	if mp.ContainerPipeName == "" {
+		return errorf(computecore.HCS_E_INVALID_JSON, "%s.ContainerPipeName: missing required field", field)
+	}
+	if mp.HostPath == "" {
+		return errorf(computecore.HCS_E_INVALID_JSON, "%s.HostPath: missing required field", field)
+	}
+	if name, ok := strings.CutPrefix(strings.ToLower(mp.HostPath), `\\.\pipe\`); !ok || name == "" {
+		return errorf(computecore.E_INVALIDARG, "%s.HostPath: %q is not a host pipe path (\\\\.\\pipe\\<name>)", field, mp.HostPath)
+	}
+	// Assumption: Windows allows any character but a backslash in a pipe name's components;
+	// the emulator keeps the name one file name so that its socket stays in its folder.
+	if n := mp.ContainerPipeName; strings.ContainsAny(n, `\/`) || n == "." || n == ".." || len(n) > 200 {
+		return errorf(computecore.E_INVALIDARG, "%s.ContainerPipeName: %q: the emulator maps a pipe name without \\ or / (at most 200 characters)", field, n)
 	}
 	return nil
 }

@@ -141,6 +141,11 @@ func dispatch(cmd string, args []string, stdin io.Reader, stdout, stderr io.Writ
 			return usageError{fmt.Sprintf("want ADDRESS (host:port) MESSAGE, got %q", args)}
 		}
 		return connect(args[0], args[1], stdout)
+	case "pipe":
+		if len(args) != 2 {
+			return usageError{fmt.Sprintf(`want PIPE (\\.\pipe\NAME) MESSAGE, got %q`, args)}
+		}
+		return pipeCall(args[0], args[1], stdout)
 	case "ps":
 		if len(args) != 0 {
 			return usageError{fmt.Sprintf("takes no arguments, got %q", args)}

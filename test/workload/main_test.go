@@ -54,6 +54,8 @@ func TestRun(t *testing.T) {
 		{name: "spin", args: []string{"spin", "0.01"}},
 		{name: "tick", args: []string{"tick", "0.01", "3"}, wantStdout: "tick 1\ntick 2\ntick 3\n"},
 		{name: "tick negative", args: []string{"tick", "0.01", "-1"}, wantCode: 2, wantStderr: "negative"},
+		{name: "pipe usage", args: []string{"pipe", `\\.\pipe\p`}, wantCode: 2, wantStderr: "want PIPE"},
+		{name: "pipe not a pipe path", args: []string{"pipe", `C:\p`, "x"}, wantCode: 2, wantStderr: `"C:\\p" is not a named pipe path`},
 		{name: "unknown", args: []string{"frobnicate"}, wantCode: 2, wantStderr: `unknown subcommand "frobnicate"`},
 		{name: "none", args: nil, wantCode: 2, wantStderr: "no subcommand"},
 	}

@@ -25,6 +25,8 @@
  *   {"id":1,"method":"AttachStdio","args":{"token":T,"slot":S}}   (S: 0 stdin, 1 stdout, 2 stderr)
  * after which the connection carries that stream's raw bytes (stdin: to the process, a
  * half-close is end of input; stdout/stderr: from the process, closed at end of output).
+ * A host named pipe mapped into a container is opened here and relayed the same way, on an
+ * AttachPipe connection ("mapped pipes" below).
  * hack/wine/README.md has the whole contract.
  *
  * The daemon's address is HCSEMU_TCP_ADDRESS (host:port, e.g. 127.0.0.1:9345).
@@ -510,6 +512,184 @@ static HANDLE attach_stdio(const char *token, int slot, struct relay **stdin_rel
 	return theirs;
 }
 
+/* ---- mapped pipes ----
+ *
+ * A process of a container opened a host named pipe mapped into it (Container.MappedPipes).
+ * The host pipe lives here, on the Windows side (under Wine, in wineserver), where hcsemu
+ * cannot open it, so the daemon sends an event {"pipe":{"hostPath":P,"token":T}} on the control
+ * connection, and this DLL opens P as a pipe client, as HCS does for the container on Windows,
+ * and then a connection whose first frame is
+ *   {"id":1,"method":"AttachPipe","args":{"token":T,"error":E}}
+ * (E: the Win32 error of the open, 0 when it is open; with an error nothing follows and the
+ * container's open fails). The connection then carries the pipe's bytes both ways, one thread
+ * each way. A Windows pipe has no half-close: the end of the container's side closes the pipe,
+ * and the pipe's end (its server closed it) is a half-close to the daemon.
+ */
+
+/* PIPE_BUSY_WAIT_MS bounds how long an open waits for a busy pipe's server (assumption: a
+ * client's usual WaitNamedPipe). */
+#define PIPE_BUSY_WAIT_MS 10000
+
+struct pipe_relay {
+	char *host;
+	char *token;
+	HANDLE h;
+	SOCKET s;
+	HANDLE reader;      /* the pipe -> socket thread */
+	HANDLE reader_done; /* set when it has ended */
+	volatile LONG container_closed;
+};
+
+static void pipe_relay_free(struct pipe_relay *r)
+{
+	if (r->h != NULL && r->h != INVALID_HANDLE_VALUE)
+		CloseHandle(r->h);
+	if (r->s != INVALID_SOCKET)
+		closesocket(r->s);
+	if (r->reader != NULL)
+		CloseHandle(r->reader);
+	if (r->reader_done != NULL)
+		CloseHandle(r->reader_done);
+	free(r->host);
+	free(r->token);
+	free(r);
+}
+
+/* pipe_to_socket relays what the host pipe's server writes to the container. */
+static DWORD WINAPI pipe_to_socket(void *arg)
+{
+	struct pipe_relay *r = arg;
+	char b[16384];
+
+	for (;;) {
+		DWORD n = 0;
+
+		if (!ReadFile(r->h, b, sizeof(b), &n, NULL) && GetLastError() != ERROR_MORE_DATA)
+			break; /* the server closed the pipe, or the container's side ended (cancelled) */
+		if (n > 0 && !send_all(r->s, b, (int)n))
+			break;
+	}
+	shutdown(r->s, SD_SEND);
+	SetEvent(r->reader_done);
+	return 0;
+}
+
+/* socket_to_pipe relays what the container writes to the host pipe; at the container's end it
+ * stops the other direction, whose read is woken with CancelSynchronousIo (retried: the thread
+ * may be just about to block, as relay_finish does). */
+static DWORD WINAPI socket_to_pipe(void *arg)
+{
+	struct pipe_relay *r = arg;
+	char b[16384];
+
+	for (;;) {
+		DWORD n;
+		int k = recv(r->s, b, sizeof(b), 0);
+
+		if (k <= 0 || !WriteFile(r->h, b, (DWORD)k, &n, NULL))
+			break;
+	}
+	InterlockedExchange(&r->container_closed, 1);
+	while (WaitForSingleObject(r->reader_done, 10) != WAIT_OBJECT_0)
+		CancelSynchronousIo(r->reader);
+	return 0;
+}
+
+static HANDLE open_host_pipe(PCWSTR path, DWORD *err)
+{
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		HANDLE h = CreateFileW(path, GENERIC_READ | GENERIC_WRITE, 0, NULL, OPEN_EXISTING, 0, NULL);
+
+		if (h != INVALID_HANDLE_VALUE) {
+			*err = 0;
+			return h;
+		}
+		*err = GetLastError();
+		if (*err != ERROR_PIPE_BUSY || !WaitNamedPipeW(path, PIPE_BUSY_WAIT_MS))
+			break;
+	}
+	return INVALID_HANDLE_VALUE;
+}
+
+/* pipe_connect opens the host pipe, attaches it and relays it until both directions end. */
+static DWORD WINAPI pipe_connect(void *arg)
+{
+	struct pipe_relay *r = arg;
+	struct buf f = {0};
+	char num[32];
+	DWORD err = 0;
+	WCHAR *path = wide_of(r->host, 0);
+	HANDLE writer;
+
+	r->h = path == NULL ? INVALID_HANDLE_VALUE : open_host_pipe(path, &err);
+	if (path == NULL)
+		err = ERROR_OUTOFMEMORY;
+	free(path);
+	r->s = emu_dial();
+	if (r->s == INVALID_SOCKET) {
+		pipe_relay_free(r);
+		return 0;
+	}
+	snprintf(num, sizeof(num), "%lu", (unsigned long)err);
+	if (!(buf_adds(&f, "{\"id\":1,\"method\":\"AttachPipe\",\"args\":{\"token\":") && buf_add_string(&f, r->token) &&
+	      buf_adds(&f, ",\"error\":") && buf_adds(&f, num) && buf_adds(&f, "}}")) ||
+	    !send_frame(r->s, f.data, f.len) || err != 0) {
+		buf_free(&f);
+		pipe_relay_free(r);
+		return 0;
+	}
+	buf_free(&f);
+	r->reader_done = CreateEventW(NULL, TRUE, FALSE, NULL);
+	r->reader = r->reader_done == NULL ? NULL : CreateThread(NULL, 0, pipe_to_socket, r, 0, NULL);
+	if (r->reader == NULL) {
+		pipe_relay_free(r);
+		return 0;
+	}
+	writer = CreateThread(NULL, 0, socket_to_pipe, r, 0, NULL);
+	if (writer == NULL) {
+		/* Nothing reaches the pipe: end as if the container had closed its side. */
+		InterlockedExchange(&r->container_closed, 1);
+		shutdown(r->s, SD_BOTH);
+		while (WaitForSingleObject(r->reader_done, 10) != WAIT_OBJECT_0)
+			CancelSynchronousIo(r->reader);
+	} else {
+		WaitForSingleObject(writer, INFINITE);
+		CloseHandle(writer);
+	}
+	WaitForSingleObject(r->reader, INFINITE);
+	pipe_relay_free(r);
+	return 0;
+}
+
+/* on_pipe_event starts the relay of a mapped pipe (the event is the DLL's, no caller's). */
+static void on_pipe_event(struct jv pipe)
+{
+	struct jv v;
+	struct pipe_relay *r = calloc(1, sizeof(*r));
+	HANDLE t;
+
+	if (r == NULL)
+		return;
+	r->s = INVALID_SOCKET;
+	if (json_find(pipe, "hostPath", &v))
+		r->host = json_string(v);
+	if (json_find(pipe, "token", &v))
+		r->token = json_string(v);
+	if (r->host == NULL || r->token == NULL) {
+		pipe_relay_free(r);
+		return;
+	}
+	/* Opening the pipe may wait for its server: not on the reader thread. */
+	t = CreateThread(NULL, 0, pipe_connect, r, 0, NULL);
+	if (t == NULL) {
+		pipe_relay_free(r);
+		return;
+	}
+	CloseHandle(t);
+}
+
 /* ---- responses and events ---- */
 
 static struct request *take_request(unsigned long long id)
@@ -645,6 +825,10 @@ static void on_event(struct jv ev)
 	struct sys *s;
 	struct proc *p;
 
+	if (json_find(ev, "pipe", &v)) {
+		on_pipe_event(v);
+		return;
+	}
 	if (json_find(ev, "type", &v))
 		type = (DWORD)json_u64(v);
 	if (json_find(ev, "pid", &v))

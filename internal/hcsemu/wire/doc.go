@@ -48,8 +48,13 @@
 // the daemon closes the connection once all of it is written to the process's side), stdout
 // and stderr to it (the daemon closes the connection at the stream's end of file). With a
 // console, slots 0 and 1 are both the pseudo console master. Streams not attached within 30 s
-// are closed; an unknown, used or expired token attaches nothing. The whole
-// protocol, as the DLL uses it, is in hack/wine/README.md.
+// are closed; an unknown, used or expired token attaches nothing. A host named pipe mapped into
+// a process-isolated container (Container.MappedPipes) lives on the client's Windows side, so
+// the daemon cannot open it: when a process of the container connects to it, the daemon sends
+// the client an Event with a PipeConnect{hostPath, token}, and the client opens the host pipe
+// and one more connection whose only frame after the key is MethodAttachPipe with
+// AttachPipeArgs{token, error}; the connection then carries the bytes both ways (same 30 s
+// limit). The whole protocol, as the DLL uses it, is in hack/wine/README.md.
 //
 // Handles live on the client. On the wire a compute system is named by its id and its instance,
 // a number the daemon gives each system it creates, so that a handle on a system that was

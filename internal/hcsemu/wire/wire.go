@@ -48,6 +48,14 @@ const (
 // sends no response. It is not a request of a control connection.
 const MethodAttachStdio = "AttachStdio"
 
+// MethodAttachPipe is the first and only frame of a mapped pipe's connection on the TCP
+// transport: a client that got an Event with a PipeConnect opens the host pipe it names and
+// then a connection whose first frame is this, with the event's token; the connection then
+// carries the bytes between the container's client and the host pipe. With Error set (the
+// Win32 error of opening the host pipe) it carries nothing and the daemon closes the
+// container's client. The daemon sends no response.
+const MethodAttachPipe = "AttachPipe"
+
 // Frame is every message on the socket. A request has ID, Method and Args. A response has the
 // request's ID, HResult (0 for success), Result (the HCS result document: on failure the
 // ResultError document), Reply (method-specific, see the …Reply types) and FDs. An event has ID
@@ -149,6 +157,13 @@ type AttachStdioArgs struct {
 	Slot  int    `json:"slot"`
 }
 
+// AttachPipeArgs are the args of MethodAttachPipe: the Token of a PipeConnect, and Error, the
+// Win32 error code of opening its host pipe (0: it is open).
+type AttachPipeArgs struct {
+	Token string `json:"token"`
+	Error uint32 `json:"error,omitempty"`
+}
+
 // ProcessArgs are the args of the methods on one process (terminate, signal, get properties,
 // modify, close): Document is the options, query or settings document.
 type ProcessArgs struct {
@@ -164,12 +179,23 @@ type CancelArgs struct {
 
 // Event is a notification pushed by the daemon. For computecore.EventSystemExited, PID is 0 and
 // Data is a schema2.SystemExitStatus; for computecore.EventProcessExited, Data is a
-// schema2.ProcessExitedEventData.
+// schema2.ProcessExitedEventData. An event with Pipe set (and Type 0, HcsEventInvalid) is no
+// HCS notification but a request to the TCP client to relay a mapped pipe (MethodAttachPipe);
+// the client does not pass it on.
 type Event struct {
 	Type   computecore.EventType `json:"type"`
 	System SystemRef             `json:"system"`
 	PID    uint32                `json:"pid,omitempty"`
 	Data   string                `json:"data,omitempty"`
+	Pipe   *PipeConnect          `json:"pipe,omitempty"`
+}
+
+// PipeConnect says that a process of System opened a host named pipe mapped into it
+// (Container.MappedPipes): the client opens HostPath (\\.\pipe\NAME, on its own Windows
+// side) and attaches it with MethodAttachPipe and Token before the token expires.
+type PipeConnect struct {
+	HostPath string `json:"hostPath"`
+	Token    string `json:"token"`
 }
 
 // NewRequest builds a request frame, encoding args.
