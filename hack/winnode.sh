@@ -12,7 +12,8 @@
 # up builds what is missing (cached in $RUNHCS_CACHE), starts the node and prints its
 # environment (also in DIR/node.env). DIR defaults to /tmp/runhcs-winnode. test brings a node up,
 # runs the CRI suite (test/cri, a Windows test binary) in it, checks that down cleans up after a
-# crash (test/winnode TestDownAfterCrash) and takes it down (make test-winnode).
+# crash (test/winnode TestDownAfterCrash, with the same containerd) and takes it down; make
+# test-winnode runs it for both containerd versions.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -65,6 +66,7 @@ down)
 	exit "${rc}"
 	;;
 test)
+	t_test=$(date +%s.%N)
 	bash "$0" down --root "${dir}"
 	trap 'bash "$0" down --root "${dir}"' EXIT
 	bash "$0" up --root "${dir}" "${args[@]}" >/dev/null
@@ -77,7 +79,8 @@ test)
 	# shellcheck source=hack/wine/lib.sh
 	source hack/wine/lib.sh
 	RUNHCS_WINNODE_BIN="${dir}/bin" RUNHCS_WINNODE_PREFIX="${WINE_PREFIX_DIR}" RUNHCS_WINNODE_CONTAINERD="${containerd}" \
-		go test -count=1 -v -timeout 10m -run TestDownAfterCrash ./test/winnode || rc=$?
+		go test -count=1 -v -timeout 10m -run 'TestDownAfterCrash|TestContainerdConfig|TestServerVersion' ./test/winnode || rc=$?
+	printf 'winnode: %-34s %7.2fs (exit %d)\n' "test, containerd ${containerd}" "$(echo "$(date +%s.%N) - ${t_test}" | bc)" "${rc}" >&2
 	exit "${rc}"
 	;;
 run)
