@@ -3,6 +3,8 @@
 package main
 
 import (
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -121,6 +123,48 @@ func TestServerVersion(t *testing.T) {
 	}{{"v2.4.2", "2", true}, {"v1.7.35", "1.7", true}, {"v1.7.35", "2", false}, {"v2.4.2", "1.7", false}, {"v1.70.0", "1.7", false}} {
 		if got := versionMatches(c.version, c.line); got != c.want {
 			t.Errorf("versionMatches(%s, %s) = %v", c.version, c.line, got)
+		}
+	}
+}
+
+// TestREADMEConfig checks that the README's containerd configurations (its "containerd
+// configuration" section, one TOML block per version) are the node's, with the README's
+// folders: the configuration the node runs is the one users are told to copy.
+func TestREADMEConfig(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := map[string]string{} // by their first line, "version = N"
+	for _, part := range strings.Split(string(readme), "```toml\n")[1:] {
+		block, _, _ := strings.Cut(part, "```")
+		first, _, _ := strings.Cut(block, "\n")
+		if _, ok := blocks[first]; !ok {
+			blocks[first] = block
+		}
+	}
+	const folder = `C:\Program Files\containerd\`
+	for containerd, first := range map[string]string{"2": "version = 3", "1.7": "version = 2"} {
+		block, ok := blocks[first]
+		if !ok {
+			t.Errorf("README: no TOML block starting %q (containerd %s)", first, containerd)
+			continue
+		}
+		var got, want map[string]any
+		if err := toml.Unmarshal([]byte(block), &got); err != nil {
+			t.Fatalf("README's %s block: %v", first, err)
+		}
+		node := ContainerdConfig(ConfigOptions{Containerd: containerd, Snapshotter: "wcow",
+			CNIBin: folder + `cni\bin`, CNIConf: folder + `cni\conf`, Hosts: folder + `certs.d`})
+		if err := toml.Unmarshal([]byte(node), &want); err != nil {
+			t.Fatal(err)
+		}
+		// The node's own folders and pipe, which the README leaves at containerd's defaults.
+		for _, k := range []string{"root", "state", "grpc"} {
+			delete(want, k)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("README's containerd %s configuration differs from the node's:\nREADME: %v\nnode:   %v", containerd, got, want)
 		}
 	}
 }
