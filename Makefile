@@ -9,7 +9,7 @@ E2E_TIMEOUT ?= 30m
 # test-winnode), plus the harness's own unit tests.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -vE '/test/(e2e|soak|winnode)') ./test/e2e/harness
 
-.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 soak test-winnode demo lint proto proto-check cross tools deps check clean
+.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 soak test-winnode test-winnode-2 test-winnode-1.7 demo lint proto proto-check cross tools deps check clean
 
 all: build
 
@@ -38,11 +38,16 @@ e2e-2 e2e-1.7: e2e-%: build
 soak:
 	bash hack/soak.sh
 
-## test-winnode: the CRI suite (test/cri, kubelet's CRI client) against an emulated Windows node, containerd 2.4.2's Windows build under Wine (root; hack/winnode.sh test)
-# A fresh root per run (RUNHCS_WINNODE_ROOT to choose one): `test` takes down whatever node it
+## test-winnode: the CRI suite (test/cri, kubelet's CRI client) against an emulated Windows node, on containerd 2.4.2's and 1.7.35's Windows builds under Wine (root; hack/winnode.sh test); test-winnode-2 / test-winnode-1.7 for one
+# Both versions run even if the first fails. A fresh root per run and version
+# (RUNHCS_WINNODE_ROOT/containerd-<version> to choose them): `test` takes down whatever node it
 # finds at its root first, so two runs sharing one would break each other.
 test-winnode:
-	bash hack/winnode.sh test --root "$${RUNHCS_WINNODE_ROOT:-$$(mktemp -d /tmp/runhcs-winnode-test.XXXXXX)}"
+	@rc=0; for v in 2 1.7; do $(MAKE) --no-print-directory test-winnode-$$v || rc=1; done; exit $$rc
+
+test-winnode-2 test-winnode-1.7: test-winnode-%:
+	root="$${RUNHCS_WINNODE_ROOT:+$${RUNHCS_WINNODE_ROOT}/containerd-$*}"; \
+	bash hack/winnode.sh test --containerd $* --root "$${root:-$$(mktemp -d /tmp/runhcs-winnode-test.XXXXXX)}"
 
 ## demo: the README's first command
 demo:

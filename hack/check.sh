@@ -12,7 +12,8 @@
 #   containerd 2.x's and 1.7's Windows builds under Wine run the test
 #   image with the Windows-built shim (both snapshotters)              make test-wine-containerd
 #   the CRI suite (kubelet's CRI client) against an emulated Windows
-#   node: containerd 2.4.2's Windows build, its CRI, under Wine        make test-winnode
+#   node: containerd 2.4.2's and 1.7.35's Windows builds, their CRI,
+#   under Wine, each on a fresh node                                    make test-winnode-2, -1.7
 #   end-to-end suites against containerd 2.x and 1.7                     make e2e
 #   the soak and fault suite, CI variant, containerd 2.x and 1.7         make soak
 #
@@ -57,7 +58,9 @@ step unit-tests make test
 step fuzz make fuzz
 step test-windows make test-windows
 step test-wine-containerd make test-wine-containerd
-step test-winnode make test-winnode
+# make test-winnode runs both; one step each says how long each version takes.
+step test-winnode-containerd-2 make test-winnode-2
+step test-winnode-containerd-1.7 make test-winnode-1.7
 step e2e-containerd-2 make e2e-2
 step e2e-containerd-1.7 make e2e-1.7
 step soak make soak

@@ -1,29 +1,32 @@
 #!/usr/bin/env bash
 # hack/winnode.sh runs an emulated Windows Kubernetes node (test/winnode; README "An emulated
-# Windows node"): containerd 2.4.2's Windows build with its CRI plugin, runhcs's shim and
+# Windows node"): containerd 2.4.2's (or 1.7.35's) Windows build with its CRI plugin, runhcs's shim and
 # snapshotter and win-bridge under Wine, hcsemu as the host's HCS, HNS and storage filter, and a
 # loopback registry with the Windows-format test images. As root.
 #
-#   hack/winnode.sh up [--root DIR] [--containerd 2] [--snapshotter wcow|windows]
+#   hack/winnode.sh up [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows]
 #   hack/winnode.sh down [--root DIR]
 #   hack/winnode.sh run [--root DIR] PROGRAM ARGS…
-#   hack/winnode.sh test [--root DIR] [--snapshotter wcow|windows] [go test flags…]
+#   hack/winnode.sh test [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows] [go test flags…]
 #
 # up builds what is missing (cached in $RUNHCS_CACHE), starts the node and prints its
 # environment (also in DIR/node.env). DIR defaults to /tmp/runhcs-winnode. test brings a node up,
 # runs the CRI suite (test/cri, a Windows test binary) in it, checks that down cleans up after a
-# crash (test/winnode TestDownAfterCrash) and takes it down (make test-winnode).
+# crash (test/winnode TestDownAfterCrash, with the same containerd) and takes it down; make
+# test-winnode runs it for both containerd versions.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 cmd="${1:-}"
 [[ $# -gt 0 ]] && shift
 dir=/tmp/runhcs-winnode
+containerd=2
 args=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--root) dir="$2"; shift 2 ;;
-	--containerd | --snapshotter) args+=("$1" "$2"); shift 2 ;;
+	--containerd) containerd="$2"; args+=("$1" "$2"); shift 2 ;;
+	--snapshotter) args+=("$1" "$2"); shift 2 ;;
 	*) break ;;
 	esac
 done
@@ -31,14 +34,21 @@ case "${cmd}" in
 up)
 	t0=$(date +%s.%N)
 	echo "winnode: building (cached after the first run)" >&2
+	# containerd's Windows build of the asked version, as containerd.exe and ctr.exe in bin.
+	case "${containerd}" in
+	2) bash hack/tools.sh containerd-windows; exes=(containerd.exe ctr.exe) ;;
+	1.7) bash hack/tools.sh containerd1.7-windows; exes=(containerd1.7.exe ctr1.7.exe) ;;
+	*) echo "winnode: --containerd ${containerd}: want 2 or 1.7" >&2; exit 2 ;;
+	esac
 	bash hack/wine/setup.sh
-	bash hack/tools.sh containerd-windows
 	bash hack/tools.sh cni
 	mkdir -p "${dir}/bin"
 	GOOS=windows CGO_ENABLED=0 go build -o "${dir}/bin/" ./cmd/containerd-shim-runhcs-v1 ./cmd/containerd-wcow-snapshotter
 	CGO_ENABLED=0 go build -o "${dir}/bin/" ./cmd/hcsemu ./test/winnode
 	CGO_ENABLED=0 go build -o "${dir}/bin/workload" ./test/workload
-	for t in containerd.exe ctr.exe win-bridge.exe host-local.exe; do cp "$(bash hack/tools.sh path "${t}")" "${dir}/bin/"; done
+	cp "$(bash hack/tools.sh path "${exes[0]}")" "${dir}/bin/containerd.exe"
+	cp "$(bash hack/tools.sh path "${exes[1]}")" "${dir}/bin/ctr.exe"
+	for t in win-bridge.exe host-local.exe; do cp "$(bash hack/tools.sh path "${t}")" "${dir}/bin/"; done
 	printf 'winnode: %-34s %7.2fs\n' "build" "$(echo "$(date +%s.%N) - ${t0}" | bc)" >&2
 	# shellcheck source=hack/wine/lib.sh
 	source hack/wine/lib.sh
@@ -56,6 +66,7 @@ down)
 	exit "${rc}"
 	;;
 test)
+	t_test=$(date +%s.%N)
 	bash "$0" down --root "${dir}"
 	trap 'bash "$0" down --root "${dir}"' EXIT
 	bash "$0" up --root "${dir}" "${args[@]}" >/dev/null
@@ -67,8 +78,9 @@ test)
 	# down after a crash of containerd.exe or hcsemu leaves nothing (nodes of their own).
 	# shellcheck source=hack/wine/lib.sh
 	source hack/wine/lib.sh
-	RUNHCS_WINNODE_BIN="${dir}/bin" RUNHCS_WINNODE_PREFIX="${WINE_PREFIX_DIR}" \
-		go test -count=1 -v -timeout 10m -run TestDownAfterCrash ./test/winnode || rc=$?
+	RUNHCS_WINNODE_BIN="${dir}/bin" RUNHCS_WINNODE_PREFIX="${WINE_PREFIX_DIR}" RUNHCS_WINNODE_CONTAINERD="${containerd}" \
+		go test -count=1 -v -timeout 10m -run 'TestDownAfterCrash|TestContainerdConfig|TestREADMEConfig|TestServerVersion' ./test/winnode || rc=$?
+	printf 'winnode: %-34s %7.2fs (exit %d)\n' "test, containerd ${containerd}" "$(echo "$(date +%s.%N) - ${t_test}" | bc)" "${rc}" >&2
 	exit "${rc}"
 	;;
 run)

@@ -5,4 +5,10 @@
 // which gives them RUNHCS_NODE_PIPE and RUNHCS_NODE_REGISTRY; `make test-winnode` does both.
 // They also look at the emulated host through the same stand-in DLLs (HCS compute systems, HNS
 // endpoints) to check that a removed pod leaves nothing. Without a node they skip, except in CI.
+//
+// `make test-winnode` runs every test on containerd 2.4.2 and on 1.7.35 (hack/winnode.sh test
+// --containerd 2|1.7). A test expects the same behaviour from both. Where containerd 1.7 itself
+// behaves differently, the check branches on containerd17(t, n) (from CRI's Version call) with a
+// comment citing 1.7's source (v1.7.35's pkg/cri/...), and the 2.x check stays as strict as it
+// is; TestRuntimeStatus has an example.
 package cri

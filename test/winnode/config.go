@@ -9,22 +9,34 @@ import (
 
 // ConfigOptions are the node-specific parts of the containerd configuration.
 type ConfigOptions struct {
+	Containerd      string // "2" (containerd 2.x, config version 3) or "1.7" (config version 2)
 	Root, State     string // containerd's folders (Windows paths)
 	Snapshotter     string // "wcow" (proxy plugins) or "windows" (built-in)
 	CNIBin, CNIConf string // the CNI plugin and configuration folders
 	Hosts           string // the registry hosts folder (certs.d)
 }
 
-// ContainerdConfig is the containerd 2.x configuration of the node: the one the README
-// recommends for Windows, with the node's folders. runhcs is the default handler
+// SandboxImage is the pause image the node's pods use: containerd 2.4.2's default (its
+// internal/cri/config DefaultSandboxImage), which the node's registry holds (PauseImage).
+const SandboxImage = "registry.k8s.io/pause:3.10.2"
+
+// q quotes s as a TOML literal string: no escapes in Windows paths and pipe names.
+func q(s string) string { return "'" + s + "'" }
+
+// ContainerdConfig is the node's containerd configuration: the one the README recommends for
+// Windows, with the node's folders, for containerd 2.x or 1.7. runhcs is the default handler
 // (runhcs-wcow-process, process isolation) and runhcs-wcow-hypervisor is the Hyper-V handler
 // (SandboxIsolation = 1), the handler names of containerd's Windows defaults.
 func ContainerdConfig(o ConfigOptions) string {
 	var b strings.Builder
-	q := func(s string) string { return "'" + s + "'" } // TOML literal strings: no escapes in Windows paths
-	fmt.Fprintf(&b, "version = 3\nroot = %s\nstate = %s\n\n[grpc]\n  address = %s\n\n", q(o.Root), q(o.State), q(Pipe))
-	snap := o.Snapshotter
-	if snap == "wcow" {
+	version := 3
+	if o.Containerd == "1.7" {
+		version = 2
+	}
+	fmt.Fprintf(&b, "version = %d\nroot = %s\nstate = %s\n\n[grpc]\n  address = %s\n\n", version, q(o.Root), q(o.State), q(Pipe))
+	if o.Snapshotter == "wcow" {
+		// The same tables in both versions: 1.7's diff service and transfer service read them
+		// as 2.x's do (1.7.35's plugins/transfer/plugin.go has unpack_config).
 		fmt.Fprintf(&b, `# This project's snapshotter and differ: one pipe, two proxy plugins.
 [proxy_plugins.wcow]
   type = "snapshot"
@@ -45,7 +57,17 @@ func ContainerdConfig(o ConfigOptions) string {
 
 `, q(wcowPipe))
 	}
-	fmt.Fprintf(&b, `[plugins.'io.containerd.cri.v1.images']
+	if o.Containerd == "1.7" {
+		writeCRI17(&b, o)
+	} else {
+		writeCRI2(&b, o)
+	}
+	return b.String()
+}
+
+// writeCRI2 writes containerd 2.x's CRI plugins: images and runtime are two plugins.
+func writeCRI2(b *strings.Builder, o ConfigOptions) {
+	fmt.Fprintf(b, `[plugins.'io.containerd.cri.v1.images']
   snapshotter = %[1]s
   [plugins.'io.containerd.cri.v1.images'.registry]
     config_path = %[2]s
@@ -56,22 +78,49 @@ func ContainerdConfig(o ConfigOptions) string {
 
 [plugins.'io.containerd.cri.v1.runtime'.containerd]
   default_runtime_name = "runhcs-wcow-process"
+`, q(o.Snapshotter), q(o.Hosts), q(o.CNIBin), q(o.CNIConf))
+	writeRuntimes(b, "'io.containerd.cri.v1.runtime'.containerd", o.Snapshotter)
+}
 
-  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runhcs-wcow-process]
+// writeCRI17 writes containerd 1.7's CRI plugin, io.containerd.grpc.v1.cri, one table for
+// everything (1.7.35's pkg/cri/config PluginConfig): the snapshotter and runtimes under
+// containerd, the CNI folders as bin_dir (one folder; bin_dirs is 2.x's), the registry hosts
+// folder, and the sandbox image, whose 1.7 default is registry.k8s.io/pause:3.8
+// (config_windows.go): the node pins the same one as with 2.x.
+func writeCRI17(b *strings.Builder, o ConfigOptions) {
+	fmt.Fprintf(b, `[plugins.'io.containerd.grpc.v1.cri']
+  sandbox_image = %[5]s
+  [plugins.'io.containerd.grpc.v1.cri'.registry]
+    config_path = %[2]s
+  [plugins.'io.containerd.grpc.v1.cri'.cni]
+    bin_dir = %[3]s
+    conf_dir = %[4]s
+
+[plugins.'io.containerd.grpc.v1.cri'.containerd]
+  snapshotter = %[1]s
+  default_runtime_name = "runhcs-wcow-process"
+`, q(o.Snapshotter), q(o.Hosts), q(o.CNIBin), q(o.CNIConf), q(SandboxImage))
+	writeRuntimes(b, "'io.containerd.grpc.v1.cri'.containerd", o.Snapshotter)
+}
+
+// writeRuntimes writes the two runtime handlers under the table base (the CRI plugin's
+// containerd table), the same in both versions.
+func writeRuntimes(b *strings.Builder, base, snapshotter string) {
+	fmt.Fprintf(b, `
+  [plugins.%[1]s.runtimes.runhcs-wcow-process]
     runtime_type = "io.containerd.runhcs.v1"
-    snapshotter = %[1]s
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runhcs-wcow-process.options]
+    snapshotter = %[2]s
+    [plugins.%[1]s.runtimes.runhcs-wcow-process.options]
       SandboxIsolation = 0
       LogLevel = "info"
 
-  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runhcs-wcow-hypervisor]
+  [plugins.%[1]s.runtimes.runhcs-wcow-hypervisor]
     runtime_type = "io.containerd.runhcs.v1"
-    snapshotter = %[1]s
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runhcs-wcow-hypervisor.options]
+    snapshotter = %[2]s
+    [plugins.%[1]s.runtimes.runhcs-wcow-hypervisor.options]
       SandboxIsolation = 1
       VmProcessorCount = 2
       VmMemorySizeInMb = 1024
       LogLevel = "info"
-`, q(snap), q(o.Hosts), q(o.CNIBin), q(o.CNIConf))
-	return b.String()
+`, base, q(snapshotter))
 }

@@ -17,8 +17,9 @@ import (
 // TestDownAfterCrash brings a node up, runs a container in it (ctr.exe inside the node), kills
 // one part (containerd.exe, or hcsemu with the container's mounts and namespaces), and checks
 // that `winnode down` leaves nothing: no process of the node, no mount, no folder.
-// hack/winnode.sh test runs it with RUNHCS_WINNODE_BIN (the node's binaries) and
-// RUNHCS_WINNODE_PREFIX (the prepared Wine prefix).
+// hack/winnode.sh test runs it with RUNHCS_WINNODE_BIN (the node's binaries),
+// RUNHCS_WINNODE_PREFIX (the prepared Wine prefix) and RUNHCS_WINNODE_CONTAINERD (the
+// --containerd line of the binaries: 2, the default, or 1.7).
 func TestDownAfterCrash(t *testing.T) {
 	testenv.RequireRoot(t, "hcsemu mounts and makes network namespaces")
 	bin, prefix := os.Getenv("RUNHCS_WINNODE_BIN"), os.Getenv("RUNHCS_WINNODE_PREFIX")
@@ -27,6 +28,10 @@ func TestDownAfterCrash(t *testing.T) {
 			t.Fatal("RUNHCS_WINNODE_BIN and RUNHCS_WINNODE_PREFIX are not set: run through make test-winnode")
 		}
 		t.Skip("no node binaries: run through make test-winnode")
+	}
+	containerd := os.Getenv("RUNHCS_WINNODE_CONTAINERD")
+	if containerd == "" {
+		containerd = "2"
 	}
 	self := filepath.Join(bin, "winnode")
 	for _, part := range []string{"containerd.exe", "hcsemu"} {
@@ -45,7 +50,7 @@ func TestDownAfterCrash(t *testing.T) {
 				}
 				return string(out)
 			}
-			run("up", "--root", root, "--bin", bin, "--wine-prefix", prefix)
+			run("up", "--root", root, "--bin", bin, "--wine-prefix", prefix, "--containerd", containerd)
 			ctr := func(args ...string) string {
 				return run(append([]string{"run", "--root", root, "--", filepath.Join(bin, "ctr.exe"), "--address", Pipe}, args...)...)
 			}

@@ -17,7 +17,7 @@ import (
 )
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: winnode up --root DIR --bin BINDIR --wine-prefix PREFIX [--snapshotter windows|wcow]
+	fmt.Fprintln(os.Stderr, `usage: winnode up --root DIR --bin BINDIR --wine-prefix PREFIX [--containerd 2|1.7] [--snapshotter windows|wcow]
        winnode down --root DIR
        winnode run --root DIR -- PROGRAM [ARGS…]`)
 	os.Exit(2)
@@ -56,7 +56,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bin, "bin", "", "folder with containerd.exe, ctr.exe, containerd-shim-runhcs-v1.exe, containerd-wcow-snapshotter.exe, win-bridge.exe, host-local.exe, hcsemu and workload (the test images' Linux workload)")
 	fs.StringVar(&f.prefix, "wine-prefix", "", "the Wine prefix with the stand-in DLLs (hack/wine/setup.sh) to copy as the node's private prefix")
 	fs.StringVar(&f.snapshotter, "snapshotter", "wcow", "wcow (this project's snapshotter as containerd's proxy plugins) or windows (containerd's built-in)")
-	fs.StringVar(&f.containerd, "containerd", "2", "containerd version: 2 (2.4.2); 1.7 is not supported yet")
+	fs.StringVar(&f.containerd, "containerd", "2", "containerd version: 2 (2.4.2) or 1.7 (1.7.35); BINDIR's containerd.exe and ctr.exe must be that version's Windows build")
 }
 
 func (f *nodeFlags) validate() error {
@@ -69,8 +69,8 @@ func (f *nodeFlags) validate() error {
 	if f.snapshotter != "wcow" && f.snapshotter != "windows" {
 		return fmt.Errorf("--snapshotter %q: want wcow or windows", f.snapshotter)
 	}
-	if f.containerd != "2" {
-		return fmt.Errorf("--containerd %q: only 2 (containerd 2.4.2) is supported yet; 1.7's Windows build is not built", f.containerd)
+	if f.containerd != "2" && f.containerd != "1.7" {
+		return fmt.Errorf("--containerd %q: want 2 (containerd 2.4.2) or 1.7 (containerd 1.7.35)", f.containerd)
 	}
 	return nil
 }

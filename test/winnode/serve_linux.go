@@ -127,15 +127,17 @@ func (n *node) up(ctx context.Context) error {
 	if err := n.step("HNS network and CNI config", func() error { return n.network(ctx) }); err != nil {
 		return err
 	}
-	if err := n.step("containerd.exe", func() error { return n.startContainerd(ctx, registryAddr) }); err != nil {
+	var version string
+	if err := n.step("containerd.exe", func() (err error) { version, err = n.startContainerd(ctx, registryAddr); return err }); err != nil {
 		return err
 	}
-	fmt.Fprintf(n.steps, "%-34s %7.2fs\n", "node up", time.Since(start).Seconds())
+	fmt.Fprintf(n.steps, "%-34s %7.2fs (containerd %s, snapshotter %s)\n", "node up", time.Since(start).Seconds(), version, n.snapshotter)
 	var b strings.Builder
 	for _, kv := range [][2]string{
 		{"WINEPREFIX", prefix}, {"WINE64", wine64}, {"WINEARCH", "win64"}, {"WINEDEBUG", "-all"},
 		{"WINEDLLOVERRIDES", "mscoree=;mshtml="}, {"HCSEMU_TCP_ADDRESS", n.tcp}, {"HCSEMU_TCP_KEY_FILE", n.path("hcsemu.key")},
 		{"RUNHCS_NODE_PIPE", Pipe}, {"RUNHCS_NODE_REGISTRY", registryAddr}, {"RUNHCS_NODE_ROOT", n.root},
+		{"RUNHCS_NODE_CONTAINERD", version}, {"RUNHCS_NODE_SNAPSHOTTER", n.snapshotter},
 	} {
 		fmt.Fprintf(&b, "export %s=%s\n", kv[0], shellQuote(kv[1]))
 	}
@@ -353,41 +355,76 @@ func (n *node) wine(args ...string) *exec.Cmd {
 	return cmd
 }
 
-func (n *node) startContainerd(ctx context.Context, registry string) error {
+// startContainerd starts containerd.exe (and the snapshotter) and answers the version that
+// serves, which must be the one --containerd asked for.
+func (n *node) startContainerd(ctx context.Context, registry string) (string, error) {
 	hosts := n.path("certs.d", "_default")
 	if err := os.MkdirAll(hosts, 0o755); err != nil {
-		return err
+		return "", err
 	}
 	// Every registry name resolves and pulls from the node's registry (containerd's hosts
 	// directory; _default applies to any host without a folder of its own).
 	if err := os.WriteFile(filepath.Join(hosts, "hosts.toml"), []byte(fmt.Sprintf(
 		"[host.\"http://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", registry)), 0o644); err != nil {
-		return err
+		return "", err
 	}
 	cfg := ContainerdConfig(ConfigOptions{
-		Root: win(n.path("containerd", "root")), State: win(n.path("containerd", "state")),
+		Containerd: n.containerd, Root: win(n.path("containerd", "root")), State: win(n.path("containerd", "state")),
 		Snapshotter: n.snapshotter, CNIBin: win(n.path("cni", "bin")), CNIConf: win(n.path("cni", "conf")),
 		Hosts: win(n.path("certs.d")),
 	})
 	cfgPath := n.path("containerd.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		return err
+		return "", err
 	}
 	if n.snapshotter == "wcow" {
 		snap := n.wine(filepath.Join(n.bin, "containerd-wcow-snapshotter.exe"), "--address", wcowPipe,
 			"--root", win(n.path("wcow")), "--containerd-address", Pipe)
 		if err := n.start("snapshotter", snap); err != nil {
-			return err
+			return "", err
 		}
 	}
 	cmd := n.wine(filepath.Join(n.bin, "containerd.exe"), "--config", win(cfgPath), "--log-level", "debug")
 	if err := n.start("containerd", cmd); err != nil {
-		return err
+		return "", err
 	}
 	ctr := filepath.Join(n.bin, "ctr.exe")
-	return waitFor("containerd.exe", cmd, 2*time.Minute, func() bool {
+	if err := waitFor("containerd.exe", cmd, 2*time.Minute, func() bool {
 		return n.runLogged("ctr-version", n.wine(ctr, "--address", Pipe, "--timeout", "10s", "version")) == nil
-	})
+	}); err != nil {
+		return "", err
+	}
+	out, err := os.ReadFile(n.path("logs", "ctr-version.log"))
+	if err != nil {
+		return "", err
+	}
+	version, err := serverVersion(string(out))
+	if err != nil {
+		return "", err
+	}
+	if !versionMatches(version, n.containerd) {
+		return "", fmt.Errorf("containerd.exe in %s serves %s, not the --containerd %s asked for", n.bin, version, n.containerd)
+	}
+	return version, nil
+}
+
+// serverVersion is the server's version in `ctr version`'s output ("Server:", then
+// "  Version:  v1.7.35").
+func serverVersion(out string) (string, error) {
+	_, server, ok := strings.Cut(strings.ReplaceAll(out, "\r\n", "\n"), "Server:\n")
+	if ok {
+		for _, line := range strings.Split(server, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Version:"); ok {
+				return strings.TrimSpace(v), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("ctr version: no server version in %q", out)
+}
+
+// versionMatches tells whether version (v2.4.2) is of the --containerd line (2, 1.7).
+func versionMatches(version, line string) bool {
+	return strings.HasPrefix(version, "v"+line+".")
 }
 
 // stop stops the parts in reverse order: the Windows processes (the wineserver kills every

@@ -1,0 +1,170 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// lookup walks the decoded TOML tree along keys.
+func lookup(tree map[string]any, keys ...string) any {
+	var v any = tree
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// TestContainerdConfig decodes the node's configuration for each containerd line and checks
+// that the settings sit under that version's plugin names (1.7.35's pkg/cri/config and
+// 2.4.2's internal/cri/config), so that neither version silently ignores a table.
+func TestContainerdConfig(t *testing.T) {
+	o := ConfigOptions{Root: `Z:\r`, State: `Z:\s`, Snapshotter: "wcow", CNIBin: `Z:\cni\bin`, CNIConf: `Z:\cni\conf`, Hosts: `Z:\certs.d`}
+	for _, tc := range []struct {
+		containerd string
+		version    int64
+		runtimes   []string // the CRI plugin's containerd table
+		checks     map[string]any
+		absent     string
+	}{
+		{"2", 3, []string{"io.containerd.cri.v1.runtime", "containerd"}, map[string]any{
+			"io.containerd.cri.v1.images/snapshotter":                      "wcow",
+			"io.containerd.cri.v1.images/registry/config_path":             `Z:\certs.d`,
+			"io.containerd.cri.v1.runtime/cni/conf_dir":                    `Z:\cni\conf`,
+			"io.containerd.transfer.v1.local/unpack_config":                nil, // present
+			"io.containerd.service.v1.diff-service/default":                nil,
+			"io.containerd.cri.v1.runtime/containerd/snapshotter":          "<absent>",
+			"io.containerd.cri.v1.runtime/containerd/default_runtime_name": "runhcs-wcow-process",
+		}, "io.containerd.grpc.v1.cri"},
+		{"1.7", 2, []string{"io.containerd.grpc.v1.cri", "containerd"}, map[string]any{
+			"io.containerd.grpc.v1.cri/containerd/snapshotter":          "wcow",
+			"io.containerd.grpc.v1.cri/registry/config_path":            `Z:\certs.d`,
+			"io.containerd.grpc.v1.cri/cni/bin_dir":                     `Z:\cni\bin`,
+			"io.containerd.grpc.v1.cri/cni/conf_dir":                    `Z:\cni\conf`,
+			"io.containerd.grpc.v1.cri/sandbox_image":                   SandboxImage,
+			"io.containerd.transfer.v1.local/unpack_config":             nil,
+			"io.containerd.service.v1.diff-service/default":             nil,
+			"io.containerd.grpc.v1.cri/containerd/default_runtime_name": "runhcs-wcow-process",
+		}, "io.containerd.cri.v1.runtime"},
+	} {
+		t.Run(tc.containerd, func(t *testing.T) {
+			o.Containerd = tc.containerd
+			cfg := ContainerdConfig(o)
+			var tree map[string]any
+			if err := toml.Unmarshal([]byte(cfg), &tree); err != nil {
+				t.Fatalf("%v\n%s", err, cfg)
+			}
+			if v := tree["version"]; v != tc.version {
+				t.Errorf("version = %v, want %d", v, tc.version)
+			}
+			if got := lookup(tree, "grpc", "address"); got != Pipe {
+				t.Errorf("grpc.address = %v, want %s", got, Pipe)
+			}
+			plugins, _ := tree["plugins"].(map[string]any)
+			for path, want := range tc.checks {
+				got := lookup(plugins, strings.Split(path, "/")...)
+				switch {
+				case want == "<absent>" && got != nil:
+					t.Errorf("plugins.%s = %v, want none", path, got)
+				case want == nil && got == nil:
+					t.Errorf("plugins.%s: missing", path)
+				case want != nil && want != "<absent>" && got != want:
+					t.Errorf("plugins.%s = %v, want %v", path, got, want)
+				}
+			}
+			if plugins[tc.absent] != nil {
+				t.Errorf("plugins.%s is set: not containerd %s's plugin", tc.absent, tc.containerd)
+			}
+			for handler, isolation := range map[string]int64{"runhcs-wcow-process": 0, "runhcs-wcow-hypervisor": 1} {
+				rt := append(append([]string{}, tc.runtimes...), "runtimes", handler)
+				if got := lookup(plugins, append(rt, "runtime_type")...); got != "io.containerd.runhcs.v1" {
+					t.Errorf("%s runtime_type = %v", handler, got)
+				}
+				if got := lookup(plugins, append(rt, "snapshotter")...); got != "wcow" {
+					t.Errorf("%s snapshotter = %v", handler, got)
+				}
+				if got := lookup(plugins, append(rt, "options", "SandboxIsolation")...); got != isolation {
+					t.Errorf("%s SandboxIsolation = %v, want %d", handler, got, isolation)
+				}
+			}
+			if got := lookup(tree, "proxy_plugins", "wcow", "address"); got != wcowPipe {
+				t.Errorf("proxy_plugins.wcow.address = %v, want %s", got, wcowPipe)
+			}
+		})
+	}
+	// The built-in snapshotter: no proxy plugins.
+	o.Containerd, o.Snapshotter = "1.7", "windows"
+	if cfg := ContainerdConfig(o); strings.Contains(cfg, "proxy_plugins") || !strings.Contains(cfg, "snapshotter = 'windows'") {
+		t.Errorf("--snapshotter windows:\n%s", cfg)
+	}
+}
+
+// TestServerVersion reads the server's version from `ctr version` as ctr.exe prints it.
+func TestServerVersion(t *testing.T) {
+	out := "Client:\r\n  Version:  v1.7.35\r\n  Revision: \r\n  Go version: go1.26.8\r\n\r\nServer:\r\n  Version:  v1.7.35\r\n  Revision: \r\n  UUID: 0b8f\r\n"
+	if v, err := serverVersion(out); err != nil || v != "v1.7.35" {
+		t.Errorf("serverVersion = %q, %v; want v1.7.35", v, err)
+	}
+	if _, err := serverVersion("Client:\n  Version:  v2.4.2\n"); err == nil {
+		t.Error("serverVersion without a Server section: no error")
+	}
+	for _, c := range []struct {
+		version, line string
+		want          bool
+	}{{"v2.4.2", "2", true}, {"v1.7.35", "1.7", true}, {"v1.7.35", "2", false}, {"v2.4.2", "1.7", false}, {"v1.70.0", "1.7", false}} {
+		if got := versionMatches(c.version, c.line); got != c.want {
+			t.Errorf("versionMatches(%s, %s) = %v", c.version, c.line, got)
+		}
+	}
+}
+
+// TestREADMEConfig checks that the README's containerd configurations (its "containerd
+// configuration" section, one TOML block per version) are the node's, with the README's
+// folders: the configuration the node runs is the one users are told to copy.
+func TestREADMEConfig(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := map[string]string{} // by their first line, "version = N"
+	for _, part := range strings.Split(string(readme), "```toml\n")[1:] {
+		block, _, _ := strings.Cut(part, "```")
+		first, _, _ := strings.Cut(block, "\n")
+		if _, ok := blocks[first]; !ok {
+			blocks[first] = block
+		}
+	}
+	const folder = `C:\Program Files\containerd\`
+	for containerd, first := range map[string]string{"2": "version = 3", "1.7": "version = 2"} {
+		block, ok := blocks[first]
+		if !ok {
+			t.Errorf("README: no TOML block starting %q (containerd %s)", first, containerd)
+			continue
+		}
+		var got, want map[string]any
+		if err := toml.Unmarshal([]byte(block), &got); err != nil {
+			t.Fatalf("README's %s block: %v", first, err)
+		}
+		node := ContainerdConfig(ConfigOptions{Containerd: containerd, Snapshotter: "wcow",
+			CNIBin: folder + `cni\bin`, CNIConf: folder + `cni\conf`, Hosts: folder + `certs.d`})
+		if err := toml.Unmarshal([]byte(node), &want); err != nil {
+			t.Fatal(err)
+		}
+		// The node's own folders and pipe, which the README leaves at containerd's defaults.
+		for _, k := range []string{"root", "state", "grpc"} {
+			delete(want, k)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("README's containerd %s configuration differs from the node's:\nREADME: %v\nnode:   %v", containerd, got, want)
+		}
+	}
+}
