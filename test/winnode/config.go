@@ -72,6 +72,11 @@ func ContainerdConfig(o ConfigOptions) string {
       VmProcessorCount = 2
       VmMemorySizeInMb = 1024
       LogLevel = "info"
+
+# Exec, attach and port-forward: kubelet proxies the streams, so loopback, any free port.
+[plugins.'io.containerd.grpc.v1.cri']
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
 `, q(snap), q(o.Hosts), q(o.CNIBin), q(o.CNIConf))
 	return b.String()
 }
