@@ -38,6 +38,7 @@ up)
 	GOOS=windows CGO_ENABLED=0 go build -o "${dir}/bin/" ./cmd/containerd-shim-runhcs-v1 ./cmd/containerd-wcow-snapshotter
 	CGO_ENABLED=0 go build -o "${dir}/bin/" ./cmd/hcsemu ./test/winnode
 	CGO_ENABLED=0 go build -o "${dir}/bin/workload" ./test/workload
+	CGO_ENABLED=0 go build -o "${dir}/bin/wincat" ./test/wincat
 	for t in containerd.exe ctr.exe win-bridge.exe host-local.exe; do cp "$(bash hack/tools.sh path "${t}")" "${dir}/bin/"; done
 	printf 'winnode: %-34s %7.2fs\n' "build" "$(echo "$(date +%s.%N) - ${t0}" | bc)" >&2
 	# shellcheck source=hack/wine/lib.sh
