@@ -25,7 +25,8 @@ import (
 // port-forward` does, through the URL of CRI's PortForward on containerd's streaming server.
 // containerd 2.x on Windows dials the pod's IP itself (internal/cri/server/
 // sandbox_portforward_windows.go); 1.7 instead runs `wincat.exe 127.0.0.1 PORT` in the pod's
-// sandbox container.
+// sandbox container (pkg/cri/server/sandbox_portforward_windows.go), where the node's pause
+// image has a stand-in for it (test/wincat).
 func TestPortForward(t *testing.T) {
 	n := connect(t)
 	pod, podCfg := runPod(t, n, "pod-port-forward")
@@ -100,7 +101,8 @@ func echo(t *testing.T, addr, msg string) string {
 // TestHostPort runs a pod with a hostPort mapping, as kubelet sends a container's
 // `ports[].hostPort`: containerd hands the mapping to CNI as the portMappings capability and
 // win-bridge makes it an HNS PortMapping policy of the pod's endpoint. From the node's host, an
-// HTTP GET to the host's address at the host port reaches the pod. 127.0.0.1 does not: WinNAT
+// HTTP GET to the pod's IP reaches it (as kubelet's HTTP probes), and so does one to the host's
+// address at the host port. 127.0.0.1 does not: WinNAT
 // does not map loopback, so a Windows host cannot reach its own port mappings through
 // localhost ("a known limitation in our Windows NAT implementation (WinNAT) that you cannot
 // access the external port in a static port mapping directly from the container (NAT) host",
@@ -127,20 +129,26 @@ func TestHostPort(t *testing.T) {
 	startContainer(t, n, pod, cfg, server)
 	waitLog(t, filepath.Join(cfg.LogDirectory, server.LogPath), " stdout F listening")
 
-	hosts := hostAddrs(t)
-	t.Logf("the node's addresses: %v", hosts)
 	client := &http.Client{Timeout: time.Minute}
-	for _, h := range hosts {
-		u := fmt.Sprintf("http://%s/", net.JoinHostPort(h, fmt.Sprint(hostPort)))
+	get := func(addr, what string) {
+		t.Helper()
+		u := "http://" + addr + "/"
 		resp, err := client.Get(u)
 		if err != nil {
-			t.Fatalf("GET %s (the node's address, the host port): %v", u, err)
+			t.Fatalf("GET %s (%s): %v", u, what, err)
 		}
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != http.StatusOK || string(body) != text {
-			t.Fatalf("GET %s: %s %q, %v; want 200 %q", u, resp.Status, body, err, text)
+			t.Fatalf("GET %s (%s): %s %q, %v; want 200 %q", u, what, resp.Status, body, err, text)
 		}
+	}
+	// The pod itself at its IP, as kubelet's HTTP probes reach it.
+	get(net.JoinHostPort(podIP(t, n, pod), fmt.Sprint(containerPort)), "the pod's IP, the container port")
+	hosts := hostAddrs(t)
+	t.Logf("the node's addresses: %v", hosts)
+	for _, h := range hosts {
+		get(net.JoinHostPort(h, fmt.Sprint(hostPort)), "the node's address, the host port")
 	}
 	// localhost: refused, as on Windows (nothing listens on the host port itself).
 	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", hostPort), time.Minute); err == nil {
