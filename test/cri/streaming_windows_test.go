@@ -242,3 +242,45 @@ func TestAttach(t *testing.T) {
 	close(sizes)
 	inW.Close()
 }
+
+// TestAttachStdin attaches to a container started with stdin and no TTY, its stdin closed when
+// the first attach ends (StdinOnce, as `kubectl run -i` makes it): a line typed comes back from
+// it on stdout, and the end of the client's input ends it.
+func TestAttachStdin(t *testing.T) {
+	n := connect(t)
+	pod, podCfg := runPod(t, n, "pod-attach-stdin")
+	cfg := containerConfig("cat", "cat")
+	cfg.Stdin, cfg.StdinOnce = true, true
+	id := startContainer(t, n, pod, podCfg, cfg)
+
+	resp, err := n.rt.Attach(ctx(t), &runtimeapi.AttachRequest{ContainerId: id, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		t.Fatalf("Attach: %v", err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr bytes.Buffer
+	e := executor(t, resp.GetUrl())
+	done := make(chan error, 1)
+	go func() {
+		done <- streamAll(t, e, remotecommand.StreamOptions{Stdin: inR, Stdout: outW, Stderr: &stderr})
+		outW.Close()
+	}()
+	out := newLines(t, outR)
+	if _, err := io.WriteString(inW, "typed into the attach\n"); err != nil {
+		t.Fatal(err)
+	}
+	out.wait("typed into the attach")
+	inW.Close()
+	if s := waitExited(t, n, id); s.GetExitCode() != 0 {
+		t.Fatalf("container after its stdin ended: exit code %d, reason %q; want 0", s.GetExitCode(), s.GetReason())
+	}
+	select {
+	case err := <-done:
+		if err != nil || stderr.Len() != 0 {
+			t.Fatalf("attach: %v, stderr %q", err, stderr.String())
+		}
+	case <-time.After(rpcTimeout):
+		t.Fatalf("the attach did not end after the container exited; output %q", out.seen)
+	}
+}
