@@ -49,6 +49,7 @@ up)
 	cp "$(bash hack/tools.sh path "${exes[0]}")" "${dir}/bin/containerd.exe"
 	cp "$(bash hack/tools.sh path "${exes[1]}")" "${dir}/bin/ctr.exe"
 	for t in win-bridge.exe host-local.exe; do cp "$(bash hack/tools.sh path "${t}")" "${dir}/bin/"; done
+	CGO_ENABLED=0 go build -o "${dir}/bin/wincat" ./test/wincat
 	printf 'winnode: %-34s %7.2fs\n' "build" "$(echo "$(date +%s.%N) - ${t0}" | bc)" >&2
 	# shellcheck source=hack/wine/lib.sh
 	source hack/wine/lib.sh

@@ -368,6 +368,24 @@ func TestDaemonProcesses(t *testing.T) {
 		}
 		s.exitCode(t)
 	})
+	t.Run("pseudo console without a size", func(t *testing.T) {
+		// HCS's default, 80 columns by 25 rows, not a 0x0 terminal.
+		s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + ` tty size`, EmulateConsole: true, CreateStdInPipe: true, CreateStdOutPipe: true})
+		s.stdin.WriteString("\n")
+		var out strings.Builder
+		r := bufio.NewReader(s.stdout)
+		for !strings.Contains(out.String(), "size") {
+			line, err := r.ReadString('\n')
+			out.WriteString(line)
+			if err != nil {
+				break
+			}
+		}
+		if !strings.Contains(out.String(), "size 25 80") {
+			t.Errorf("output %q, want the default size 25x80", out.String())
+		}
+		s.exitCode(t)
+	})
 	t.Run("no console is not a tty", func(t *testing.T) {
 		s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: prog + ` tty`, CreateStdOutPipe: true})
 		if got := readAll(t, s.stdout); got != "notty\n" {

@@ -58,6 +58,9 @@ type process struct {
 	killedBy    syscall.Signal
 }
 
+// The size of a pseudo console created without ConsoleSize, as HCS makes it.
+const defaultConsoleRows, defaultConsoleCols = 25, 80
+
 func (p *process) isExited() bool {
 	select {
 	case <-p.exited:
@@ -245,9 +248,15 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 		}
 		p.console = master
 		closeAfter = append(closeAfter, tty)
-		if h, w := params.ConsoleSize[0], params.ConsoleSize[1]; h > 0 && w > 0 {
-			pty.Setsize(master, &pty.Winsize{Rows: h, Cols: w})
+		h, w := params.ConsoleSize[0], params.ConsoleSize[1]
+		if h == 0 || w == 0 {
+			// No size: HCS (and cexecsvc) give the pseudo console 80 columns by 25 rows
+			// (hcsshim PR #1326 took that default for host process containers "to match what
+			// cexecsvc/hcs sets"). containerd's CRI never sets one for an exec; the first
+			// resize comes after the start. Assumption: a size with one zero is no size.
+			h, w = defaultConsoleRows, defaultConsoleCols
 		}
+		pty.Setsize(master, &pty.Winsize{Rows: h, Cols: w})
 		childFiles = [3]*os.File{tty, tty, tty}
 		sys.Setsid, sys.Setctty, sys.Ctty = true, true, 0
 		dup, err := dupFile(master)

@@ -3,9 +3,7 @@
 package cri
 
 import (
-	"bufio"
 	"context"
-	"net"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -118,7 +116,9 @@ func TestStats(t *testing.T) {
 	}
 
 	// Traffic for the pod's network counters: from the node's host to the pod, one exchange.
-	echo(t, podIP(t, n, pod)+":8080", "stats")
+	if got := echo(t, podIP(t, n, pod)+":8080", "stats"); got != "echo: stats\n" {
+		t.Fatalf("echo server answered %q", got)
+	}
 
 	// PodSandboxStats: the pod's totals, each container, the network, the process count.
 	ps, err := n.rt.PodSandboxStats(ctx(t), pod)
@@ -137,23 +137,6 @@ func TestStats(t *testing.T) {
 	checkPodStats(t, all[0], pod, idle, busy)
 }
 
-// echo sends line to the workload's TCP echo server at addr and checks its answer.
-func echo(t *testing.T, addr, line string) {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, time.Minute)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", addr, err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Minute))
-	if _, err := c.Write([]byte(line + "\n")); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := bufio.NewReader(c).ReadString('\n'); err != nil || got != "echo: "+line+"\n" {
-		t.Fatalf("answer from %s: %q, %v; want %q", addr, got, err, "echo: "+line+"\n")
-	}
-}
-
 // TestHyperVPodStats reads the stats of a Hyper-V pod (its containers run in the pod's utility
 // VM): a container's CPU time grows while it spins, and the pod's stats have its containers and
 // its endpoint, a NIC of the VM, with the traffic of an exchange from the host.
@@ -168,7 +151,9 @@ func TestHyperVPodStats(t *testing.T) {
 	waitStats(t, n, busy, "a second of CPU time", func(st *runtimeapi.ContainerStats) bool {
 		return cpuNS(st) >= cpuNS(busy0)+uint64(time.Second)
 	})
-	echo(t, podIP(t, n, pod)+":8080", "hyperv-stats")
+	if got := echo(t, podIP(t, n, pod)+":8080", "hyperv-stats"); got != "echo: hyperv-stats\n" {
+		t.Fatalf("echo server answered %q", got)
+	}
 	ps, err := n.rt.PodSandboxStats(ctx(t), pod)
 	if err != nil {
 		t.Fatalf("PodSandboxStats: %v", err)

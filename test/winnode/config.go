@@ -80,6 +80,12 @@ func writeCRI2(b *strings.Builder, o ConfigOptions) {
   default_runtime_name = "runhcs-wcow-process"
 `, q(o.Snapshotter), q(o.Hosts), q(o.CNIBin), q(o.CNIConf))
 	writeRuntimes(b, "'io.containerd.cri.v1.runtime'.containerd", o.Snapshotter)
+	b.WriteString(`
+# Exec, attach and port-forward: kubelet proxies the streams, so loopback, any free port.
+[plugins.'io.containerd.grpc.v1.cri']
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+`)
 }
 
 // writeCRI17 writes containerd 1.7's CRI plugin, io.containerd.grpc.v1.cri, one table for
@@ -90,6 +96,9 @@ func writeCRI2(b *strings.Builder, o ConfigOptions) {
 func writeCRI17(b *strings.Builder, o ConfigOptions) {
 	fmt.Fprintf(b, `[plugins.'io.containerd.grpc.v1.cri']
   sandbox_image = %[5]s
+  # Exec, attach and port-forward: kubelet proxies the streams, so loopback, any free port.
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
   [plugins.'io.containerd.grpc.v1.cri'.registry]
     config_path = %[2]s
   [plugins.'io.containerd.grpc.v1.cri'.cni]

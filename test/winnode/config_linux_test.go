@@ -34,7 +34,7 @@ func TestContainerdConfig(t *testing.T) {
 		version    int64
 		runtimes   []string // the CRI plugin's containerd table
 		checks     map[string]any
-		absent     string
+		absent     string // a plugin that version does not have ("" for none: 2.x keeps io.containerd.grpc.v1.cri for the server settings, checked above)
 	}{
 		{"2", 3, []string{"io.containerd.cri.v1.runtime", "containerd"}, map[string]any{
 			"io.containerd.cri.v1.images/snapshotter":                      "wcow",
@@ -44,7 +44,15 @@ func TestContainerdConfig(t *testing.T) {
 			"io.containerd.service.v1.diff-service/default":                nil,
 			"io.containerd.cri.v1.runtime/containerd/snapshotter":          "<absent>",
 			"io.containerd.cri.v1.runtime/containerd/default_runtime_name": "runhcs-wcow-process",
-		}, "io.containerd.grpc.v1.cri"},
+			// In 2.x io.containerd.grpc.v1.cri keeps only the CRI server's own settings
+			// (2.4.2's internal/cri/config ServerConfig), such as the streaming server's.
+			"io.containerd.grpc.v1.cri/stream_server_address": "127.0.0.1",
+			"io.containerd.grpc.v1.cri/stream_server_port":    "0",
+			"io.containerd.grpc.v1.cri/containerd":            "<absent>",
+			"io.containerd.grpc.v1.cri/registry":              "<absent>",
+			"io.containerd.grpc.v1.cri/cni":                   "<absent>",
+			"io.containerd.grpc.v1.cri/sandbox_image":         "<absent>",
+		}, ""},
 		{"1.7", 2, []string{"io.containerd.grpc.v1.cri", "containerd"}, map[string]any{
 			"io.containerd.grpc.v1.cri/containerd/snapshotter":          "wcow",
 			"io.containerd.grpc.v1.cri/registry/config_path":            `Z:\certs.d`,
@@ -54,6 +62,8 @@ func TestContainerdConfig(t *testing.T) {
 			"io.containerd.transfer.v1.local/unpack_config":             nil,
 			"io.containerd.service.v1.diff-service/default":             nil,
 			"io.containerd.grpc.v1.cri/containerd/default_runtime_name": "runhcs-wcow-process",
+			"io.containerd.grpc.v1.cri/stream_server_address":           "127.0.0.1",
+			"io.containerd.grpc.v1.cri/stream_server_port":              "0",
 		}, "io.containerd.cri.v1.runtime"},
 	} {
 		t.Run(tc.containerd, func(t *testing.T) {
@@ -81,7 +91,7 @@ func TestContainerdConfig(t *testing.T) {
 					t.Errorf("plugins.%s = %v, want %v", path, got, want)
 				}
 			}
-			if plugins[tc.absent] != nil {
+			if tc.absent != "" && plugins[tc.absent] != nil {
 				t.Errorf("plugins.%s is set: not containerd %s's plugin", tc.absent, tc.containerd)
 			}
 			for handler, isolation := range map[string]int64{"runhcs-wcow-process": 0, "runhcs-wcow-hypervisor": 1} {

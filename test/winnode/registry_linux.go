@@ -30,7 +30,8 @@ import (
 var (
 	// TestImage is the default test image (test/image.Default).
 	TestImage = "runhcs/test:latest"
-	// PauseImage is containerd 2.4's default sandbox image's path: its Cmd waits.
+	// PauseImage is containerd 2.4's default sandbox image's path: its Cmd waits, and it has
+	// wincat.exe as Kubernetes' Windows pause image has.
 	PauseImage = "pause:3.10.2"
 	// UserImage is TestImage with ContainerUser as its default user (image config User), as
 	// nanoserver's is.
@@ -65,8 +66,15 @@ func (n *node) startRegistry(ctx context.Context) (string, error) {
 		return "", err
 	}
 	test := image.Default(workload)
+	wincat, err := os.ReadFile(filepath.Join(n.bin, "wincat"))
+	if err != nil {
+		return "", err
+	}
 	pause := image.Default(workload)
 	pause.Cmd = []string{image.WorkloadPath, "sleep", "31536000"} // a year: until the pod stops
+	// Where Kubernetes' Windows pause image has wincat.exe, which containerd 1.7 runs in the
+	// sandbox container for PortForward (test/wincat, a stand-in).
+	pause.Layers[0].Entries = append(pause.Layers[0].Entries, image.Entry{Path: "Files/Windows/System32/wincat.exe", Data: wincat})
 	user := image.Default(workload)
 	user.User = "ContainerUser"
 	other := image.Default(workload)

@@ -176,9 +176,10 @@ func (n *node) makePrefix(prefix string) error {
 	if err := srv.Run(); err != nil {
 		return fmt.Errorf("wineserver -p: %w", err)
 	}
-	cmd := exec.Command(wine64, "regedit", "/S", win(regFile))
-	cmd.Env = n.env
-	return n.runLogged("regedit", cmd)
+	// The prefix's first program starts its services (services.exe, winedevice.exe), which
+	// outlive it: in the host namespace too, or nsiproxy (GetAdaptersAddresses, the routing
+	// table) would list the machine's interfaces instead of the emulated host's.
+	return n.runLogged("regedit", n.wine("regedit", "/S", win(regFile)))
 }
 
 // runLogged runs a command to its end with its output in logs/NAME.log. Never a pipe for a Wine

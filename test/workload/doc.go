@@ -15,6 +15,8 @@
 //	tty [size]            print "tty" if stdout is a terminal (a console on Windows), else "notty";
 //	                      with "size", then wait for a line on stdin (so a test can resize the
 //	                      console in between) and print "size ROWS COLS" (Linux and Windows)
+//	tty watch             print "tty" or "notty"; on a terminal then "size ROWS COLS" now and at
+//	                      each change of the console size, until a line "exit" or the end of stdin
 //	wait-signal EXITCODE  print "waiting", wait for SIGINT/SIGTERM (on Windows a console control
 //	                      event, which Go delivers as the same two), print "got SIGINT" or
 //	                      "got SIGTERM" and exit with EXITCODE
@@ -30,6 +32,8 @@
 //	listen ADDRESS        TCP echo server: listen on ADDRESS (host:port), print "listening ADDRESS"
 //	                      (the address bound), then for each connection read one line and answer
 //	                      "echo: LINE", until killed
+//	http ADDRESS TEXT     HTTP server: listen on ADDRESS, print "listening ADDRESS", answer every
+//	                      request with 200 and TEXT, until killed
 //	connect ADDRESS MSG   connect to ADDRESS (retrying for up to 10 s while it is refused or
 //	                      unreachable), send MSG and a newline, print the one-line answer
 //	pipe PIPE MSG         open the named pipe PIPE (\\.\pipe\NAME), send MSG and a newline, print

@@ -131,6 +131,11 @@ func dispatch(cmd string, args []string, stdin io.Reader, stdout, stderr io.Writ
 		return ignoreSignals(stdout)
 	case "alloc":
 		return alloc(stdout, args)
+	case "http":
+		if len(args) != 2 {
+			return usageError{fmt.Sprintf("want ADDRESS (host:port) TEXT, got %q", args)}
+		}
+		return serveHTTP(args[0], args[1], stdout)
 	case "listen":
 		if len(args) != 1 {
 			return usageError{fmt.Sprintf("want ADDRESS (host:port), got %q", args)}
@@ -273,13 +278,15 @@ func ignoreSignals(w io.Writer) error {
 // then waits for a line on stdin, so that a test can resize the console after the first line and
 // before the answer, and prints the console's size as "size ROWS COLS".
 func tty(stdin io.Reader, stdout io.Writer, args []string) error {
-	withSize := false
+	withSize, watch := false, false
 	switch {
 	case len(args) == 0:
 	case len(args) == 1 && args[0] == "size":
 		withSize = true
+	case len(args) == 1 && args[0] == "watch":
+		watch = true
 	default:
-		return usageError{fmt.Sprintf(`want no argument or "size", got %q`, args)}
+		return usageError{fmt.Sprintf(`want no argument, "size" or "watch", got %q`, args)}
 	}
 	// Only a file can be a terminal; run's callers pass os.Stdout, tests a buffer.
 	f, _ := stdout.(*os.File)
@@ -287,8 +294,14 @@ func tty(stdin io.Reader, stdout io.Writer, args []string) error {
 	if f != nil && isTerminal(f) {
 		word = "tty"
 	}
-	if _, err := fmt.Fprintln(stdout, word); err != nil || !withSize {
+	if _, err := fmt.Fprintln(stdout, word); err != nil || !(withSize || watch) {
 		return err
+	}
+	if watch {
+		if f == nil {
+			return errors.New("stdout is not a file, so it has no console size")
+		}
+		return watchSize(stdin, stdout, f)
 	}
 	// End of input also lets it go on: a test that closes stdin instead of writing a line.
 	if _, err := bufio.NewReader(stdin).ReadString('\n'); err != nil && !errors.Is(err, io.EOF) {
@@ -303,6 +316,49 @@ func tty(stdin io.Reader, stdout io.Writer, args []string) error {
 	}
 	_, err = fmt.Fprintf(stdout, "size %d %d\n", rows, cols)
 	return err
+}
+
+// sizePoll is how often "tty watch" reads the console size. A poll, not SIGWINCH: a Windows
+// console has no signal for it, and the Linux and Windows builds share this code.
+const sizePoll = 50 * time.Millisecond
+
+// watchSize prints "size ROWS COLS" now and each time the console's size changes, until stdin
+// ends (a line "exit" or EOF), so that a test can resize it through any path and wait for the
+// line instead of racing the resize against its input.
+func watchSize(stdin io.Reader, stdout io.Writer, f *os.File) error {
+	done := make(chan error, 1)
+	go func() {
+		r := bufio.NewReader(stdin)
+		for {
+			line, err := r.ReadString('\n')
+			if strings.TrimSpace(line) == "exit" || errors.Is(err, io.EOF) {
+				done <- nil
+				return
+			}
+			if err != nil {
+				done <- fmt.Errorf("read stdin: %w", err)
+				return
+			}
+		}
+	}()
+	lastRows, lastCols := -1, -1
+	for {
+		rows, cols, err := consoleSize(f)
+		if err != nil {
+			return err
+		}
+		if rows != lastRows || cols != lastCols {
+			if _, err := fmt.Fprintf(stdout, "size %d %d\n", rows, cols); err != nil {
+				return err
+			}
+			lastRows, lastCols = rows, cols
+		}
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(sizePoll):
+		}
+	}
 }
 
 // sink keeps alloc's memory reachable so the compiler and GC cannot drop it.

@@ -47,7 +47,7 @@ func TestRun(t *testing.T) {
 		{name: "write usage", args: []string{"write", file}, wantCode: 2, wantStderr: "want PATH TEXT"},
 		{name: "tty without a terminal", args: []string{"tty"}, wantStdout: "notty\n"},
 		{name: "tty size without a terminal", args: []string{"tty", "size"}, stdin: "\n", wantCode: 1, wantStdout: "notty\n", wantStderr: "stdout is not a file"},
-		{name: "tty bad argument", args: []string{"tty", "width"}, wantCode: 2, wantStderr: `want no argument or "size", got ["width"]`},
+		{name: "tty bad argument", args: []string{"tty", "width"}, wantCode: 2, wantStderr: `want no argument, "size" or "watch", got ["width"]`},
 		{name: "ignore-signals usage", args: []string{"ignore-signals", "5"}, wantCode: 2, wantStderr: `takes no arguments, got ["5"]`},
 		{name: "alloc", args: []string{"alloc", "2"}, wantStdout: "allocated 2 MiB\n"},
 		{name: "alloc negative", args: []string{"alloc", "-2"}, wantCode: 2, wantStderr: "negative"},
@@ -207,6 +207,50 @@ func TestProcess(t *testing.T) {
 		}
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("tty size: %v", err)
+		}
+	})
+
+	t.Run("tty watch on a pty", func(t *testing.T) {
+		ptmx, tty, err := pty.Open()
+		if err != nil {
+			t.Fatalf("open pty: %v", err)
+		}
+		defer ptmx.Close()
+		if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 25, Cols: 80}); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "tty", "watch")
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		tty.Close()
+		defer cmd.Process.Kill()
+		r := bufio.NewReader(ptmx)
+		want := func(line string) {
+			t.Helper()
+			for {
+				got, err := r.ReadString('\n')
+				if err != nil {
+					t.Fatalf("no %q: %v", line, err)
+				}
+				if strings.TrimSpace(got) == line {
+					return
+				}
+			}
+		}
+		want("tty")
+		want("size 25 80")
+		// Each change is printed, without any input: a test waits for the line.
+		if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 40, Cols: 120}); err != nil {
+			t.Fatal(err)
+		}
+		want("size 40 120")
+		if _, err := ptmx.WriteString("exit\n"); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("tty watch: %v", err)
 		}
 	})
 

@@ -65,3 +65,39 @@ func connect(address, msg string, stdout io.Writer) error {
 	_, err = io.WriteString(stdout, line)
 	return err
 }
+
+// serveHTTP answers every HTTP request on address with 200 and text (what a kubelet probe or a
+// client of a hostPort reads), one request a connection, until the process is killed. The
+// response is written by hand: net/http would more than double the workload's size, which every
+// test image carries.
+func serveHTTP(address, text string, stdout io.Writer) error {
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(stdout, "listening %s\n", ln.Addr()); err != nil {
+		return err
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			r := bufio.NewReader(c)
+			// The request line and headers, up to the empty line; a GET has no body.
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if strings.TrimRight(line, "\r\n") == "" {
+					break
+				}
+			}
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(text), text)
+		}()
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -54,8 +55,33 @@ func TestConnectRefused(t *testing.T) {
 	}
 }
 
+// TestHTTP gets from the HTTP server with Go's client: a status line, headers and the text.
+func TestHTTP(t *testing.T) {
+	pr, pw := io.Pipe()
+	go run([]string{"http", "127.0.0.1:0", "hello from a pod"}, nil, pw, io.Discard)
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if !ok {
+		t.Fatalf("http printed %q, want \"listening ADDRESS\"", line)
+	}
+	for range 2 {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || string(body) != "hello from a pod" {
+			t.Fatalf("GET: %s %q, %v; want 200 and the text", resp.Status, body, err)
+		}
+	}
+}
+
 func TestNetUsage(t *testing.T) {
-	for _, args := range [][]string{{"listen"}, {"connect", "127.0.0.1:1"}, {"listen", "a", "b"}} {
+	for _, args := range [][]string{{"listen"}, {"connect", "127.0.0.1:1"}, {"listen", "a", "b"}, {"http", "127.0.0.1:0"}} {
 		var errb bytes.Buffer
 		if code := run(args, nil, io.Discard, &errb); code != 2 || !strings.Contains(errb.String(), "want ADDRESS") {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and a usage message", args, code, errb.String())

@@ -1,0 +1,192 @@
+//go:build windows
+
+package cri
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
+)
+
+// TestPortForward forwards a local port to a port a pod's container listens on, as `kubectl
+// port-forward` does, through the URL of CRI's PortForward on containerd's streaming server.
+// containerd 2.x on Windows dials the pod's IP itself (internal/cri/server/
+// sandbox_portforward_windows.go); 1.7 instead runs `wincat.exe 127.0.0.1 PORT` in the pod's
+// sandbox container (pkg/cri/server/sandbox_portforward_windows.go), where the node's pause
+// image has a stand-in for it (test/wincat).
+func TestPortForward(t *testing.T) {
+	n := connect(t)
+	pod, podCfg := runPod(t, n, "pod-port-forward")
+	server := containerConfig("server", "listen", "0.0.0.0:8080")
+	startContainer(t, n, pod, podCfg, server)
+	waitLog(t, filepath.Join(podCfg.LogDirectory, server.LogPath), " stdout F listening")
+
+	resp, err := n.rt.PortForward(ctx(t), &runtimeapi.PortForwardRequest{PodSandboxId: pod, Port: []int32{8080}})
+	if err != nil {
+		t.Fatalf("PortForward: %v", err)
+	}
+	u, err := url.Parse(resp.GetUrl())
+	if err != nil {
+		t.Fatalf("PortForward URL %q: %v", resp.GetUrl(), err)
+	}
+	transport, upgrader, err := spdy.RoundTripperFor(&rest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+	stop, ready := make(chan struct{}), make(chan struct{})
+	// Local port 0: any free one (GetPorts says which).
+	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- pf.ForwardPorts() }()
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("port-forward ended before it was ready: %v", err)
+	case <-time.After(rpcTimeout):
+		t.Fatalf("port-forward not ready after %s", rpcTimeout)
+	}
+	ports, err := pf.GetPorts()
+	if err != nil || len(ports) != 1 {
+		t.Fatalf("forwarded ports %v, %v; want one", ports, err)
+	}
+	// Two connections, one after the other: each is a stream of its own over the one
+	// port-forward connection.
+	for _, msg := range []string{"through port-forward", "and again"} {
+		if got := echo(t, fmt.Sprintf("127.0.0.1:%d", ports[0].Local), msg); got != "echo: "+msg+"\n" {
+			t.Fatalf("answer through the forwarded port %q; want %q", got, "echo: "+msg+"\n")
+		}
+	}
+}
+
+// echo sends one line to the workload's echo server at addr and returns its answer.
+func echo(t *testing.T, addr, msg string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, time.Minute)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(rpcTimeout))
+	if _, err := fmt.Fprintf(c, "%s\n", msg); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Fatalf("answer from %s: %q, %v", addr, line, err)
+	}
+	return line
+}
+
+// TestHostPort runs a pod with a hostPort mapping, as kubelet sends a container's
+// `ports[].hostPort`: containerd hands the mapping to CNI as the portMappings capability and
+// win-bridge makes it an HNS PortMapping policy of the pod's endpoint. From the node's host, an
+// HTTP GET to the pod's IP reaches it (as kubelet's HTTP probes), and so does one to the host's
+// address at the host port. 127.0.0.1 does not: WinNAT
+// does not map loopback, so a Windows host cannot reach its own port mappings through
+// localhost ("a known limitation in our Windows NAT implementation (WinNAT) that you cannot
+// access the external port in a static port mapping directly from the container (NAT) host",
+// Microsoft, MicrosoftDocs/Virtualization-Documentation#253; Windows 10 1703 made the host's own
+// IP work, not localhost; AWS's ECS documentation of portMappings: "There's no loopback for port
+// mappings on Windows"). The emulator must not answer there either.
+func TestHostPort(t *testing.T) {
+	n := connect(t)
+	const hostPort, containerPort = 38080, 8080
+	cfg := podConfig(t, "pod-host-port")
+	cfg.PortMappings = []*runtimeapi.PortMapping{{Protocol: runtimeapi.Protocol_TCP, ContainerPort: containerPort, HostPort: hostPort}}
+	pod, err := n.rt.RunPodSandbox(ctx(t), cfg, "")
+	if err != nil {
+		t.Fatalf("RunPodSandbox with a hostPort: %v", err)
+	}
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+		defer cancel()
+		n.rt.StopPodSandbox(c, pod)
+		n.rt.RemovePodSandbox(c, pod)
+	})
+	const text = "hello through the hostPort"
+	server := containerConfig("http", "http", fmt.Sprintf("0.0.0.0:%d", containerPort), text)
+	startContainer(t, n, pod, cfg, server)
+	waitLog(t, filepath.Join(cfg.LogDirectory, server.LogPath), " stdout F listening")
+
+	client := &http.Client{Timeout: time.Minute}
+	get := func(addr, what string) {
+		t.Helper()
+		u := "http://" + addr + "/"
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s (%s): %v", u, what, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || string(body) != text {
+			t.Fatalf("GET %s (%s): %s %q, %v; want 200 %q", u, what, resp.Status, body, err, text)
+		}
+	}
+	// The pod itself at its IP, as kubelet's HTTP probes reach it.
+	get(net.JoinHostPort(podIP(t, n, pod), fmt.Sprint(containerPort)), "the pod's IP, the container port")
+	hosts := hostAddrs(t)
+	t.Logf("the node's addresses: %v", hosts)
+	for _, h := range hosts {
+		get(net.JoinHostPort(h, fmt.Sprint(hostPort)), "the node's address, the host port")
+	}
+	// localhost: refused, as on Windows (nothing listens on the host port itself).
+	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", hostPort), time.Minute); err == nil {
+		c.Close()
+		t.Fatalf("127.0.0.1:%d answered: a Windows host does not reach its port mappings over loopback", hostPort)
+	}
+
+	// The mapping goes with the pod: the host port no longer answers.
+	if err := n.rt.StopPodSandbox(ctx(t), pod); err != nil {
+		t.Fatalf("StopPodSandbox: %v", err)
+	}
+	for _, h := range hosts {
+		addr := net.JoinHostPort(h, fmt.Sprint(hostPort))
+		if c, err := net.DialTimeout("tcp", addr, 10*time.Second); err == nil {
+			c.Close()
+			t.Fatalf("%s still answers after StopPodSandbox", addr)
+		}
+	}
+}
+
+// hostAddrs are the node's own IPv4 addresses other than loopback, as Windows lists its
+// adapters' addresses (GetAdaptersAddresses). Under the emulator they are the emulated host's:
+// its networks' bridges carry the host's address on each network, and the node's Wine services
+// run in the host's network namespace (test/winnode).
+func hostAddrs(t *testing.T) []string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatalf("the node's addresses: %v", err)
+	}
+	var hosts []string
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
+			hosts = append(hosts, ipn.IP.String())
+		}
+	}
+	if len(hosts) == 0 {
+		t.Fatalf("the node has no IPv4 address but loopback: %v", addrs)
+	}
+	return hosts
+}
