@@ -26,7 +26,8 @@
 //	whoami                print "user=USERDOMAIN\USERNAME", "network=ACCOUNT" in a gMSA container of
 //	                      hcsemu, and, except on Windows, "uid=N gid=M"
 //	ps                    print the processes it can see, "PID NAME" a line, sorted by PID (Linux:
-//	                      from /proc, C:\proc in a utility VM of hcsemu; elsewhere an error)
+//	                      from /proc, C:\proc in hcsemu's containers: the container's own processes;
+//	                      elsewhere an error)
 //	listen ADDRESS        TCP echo server: listen on ADDRESS (host:port), print "listening ADDRESS"
 //	                      (the address bound), then for each connection read one line and answer
 //	                      "echo: LINE", until killed
