@@ -115,3 +115,34 @@ func TestDaemonSiloProcDirTaken(t *testing.T) {
 		t.Errorf("C:\\proc after the failed start: %q, %v", b, err)
 	}
 }
+
+// TestDaemonSiloProcDirOfImage: an image's own empty C:\proc is used and kept after the
+// container stops; one holding files is not hidden: the container does not start.
+func TestDaemonSiloProcDirOfImage(t *testing.T) {
+	d := startDaemon(t)
+	api := dial(t, d)
+	cs, vol := createSystem(t, api, "silo-empty", "", false)
+	if err := os.Mkdir(filepath.Join(vol, "proc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, api, "start", func(op computecore.Operation) error { return api.StartComputeSystem(cs, op, "") })
+	if _, err := os.Stat(filepath.Join(vol, "proc", "1", "cmdline")); err != nil {
+		t.Errorf("C:\\proc of the running container: %v", err)
+	}
+	mustRun(t, api, "terminate", func(op computecore.Operation) error { return api.TerminateComputeSystem(cs, op, "") })
+	if names, err := os.ReadDir(filepath.Join(vol, "proc")); err != nil || len(names) != 0 {
+		t.Errorf("the image's C:\\proc after the container stopped: %v, %v; want it kept, empty", names, err)
+	}
+
+	cs, vol = createSystem(t, api, "silo-full", "", false)
+	if err := os.MkdirAll(filepath.Join(vol, "proc", "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := run(t, api, func(op computecore.Operation) error { return api.StartComputeSystem(cs, op, "") })
+	if err == nil || !strings.Contains(doc, `C:\\proc is not empty`) {
+		t.Fatalf("start with files in C:\\proc: %v (%s)", err, doc)
+	}
+	if _, err := os.Stat(filepath.Join(vol, "proc", "data")); err != nil {
+		t.Errorf("the image's C:\\proc\\data after the failed start: %v", err)
+	}
+}
