@@ -192,28 +192,31 @@ func TestToolsGetProcess(t *testing.T) {
 }
 
 // getProcess runs powershell -c get-process in container id and returns the ProcessName
-// column, lower-cased, in the order listed (Get-Process sorts by name).
+// column, lower-cased, in the order listed (Get-Process sorts by name), checking Windows
+// PowerShell's table: every row has an Id, a session and the working set of a live process.
 func getProcess(t *testing.T, n *node, id string) []string {
 	t.Helper()
 	stdout, stderr, err := n.rt.ExecSync(ctx(t), id, []string{"powershell", "-c", "get-process"}, time.Minute)
 	if err != nil || len(stderr) != 0 {
 		t.Fatalf("ExecSync powershell -c get-process: %v, stdout %q, stderr %q", err, stdout, stderr)
 	}
+	const header = "Handles  NPM(K)    PM(K)      WS(K)     CPU(s)     Id  SI ProcessName"
 	lines := strings.Split(string(stdout), "\r\n")
-	header := slices.IndexFunc(lines, func(l string) bool { return strings.Join(strings.Fields(l), " ") == "Id ProcessName" })
-	if header < 0 || header+1 >= len(lines) || !strings.HasPrefix(strings.TrimSpace(lines[header+1]), "--") {
-		t.Fatalf("get-process: no Id/ProcessName header in %q", stdout)
+	at := slices.Index(lines, header)
+	if at < 0 || at+1 >= len(lines) || !strings.HasPrefix(lines[at+1], "-------  ------") {
+		t.Fatalf("get-process: no %q header in %q", header, stdout)
 	}
+	row := regexp.MustCompile(`^ {0,6}[0-9]* {1,7}0 {1,8}[0-9]+ {1,10}[1-9][0-9]* {1,10}[0-9]+\.[0-9]{2} {1,6}[1-9][0-9]* {1,3}[01] (\S+)$`)
 	var names []string
-	for _, l := range lines[header+2:] {
-		f := strings.Fields(l)
-		if len(f) == 0 {
+	for _, l := range lines[at+2:] {
+		if l == "" {
 			break
 		}
-		if len(f) != 2 || strings.TrimLeft(f[0], "0123456789") != "" {
-			t.Fatalf("get-process: line %q is not \"Id ProcessName\" (output %q)", l, stdout)
+		m := row.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("get-process: row %q is not Windows PowerShell's (output %q)", l, stdout)
 		}
-		names = append(names, strings.ToLower(f[1]))
+		names = append(names, strings.ToLower(m[1]))
 	}
 	return names
 }

@@ -55,7 +55,8 @@
 //	            programs through PATH/PATHEXT; %NAME%, &, &&, ||, quotes, ^, >, >>, 2>, 2>&1
 //	powershell  [-NoProfile] [-NonInteractive] [-ExecutionPolicy P] -Command TEXT: statements
 //	            split by ; and new lines, echo/Write-Output, Write-Host, Start-Sleep -s N / -m N,
-//	            ls/dir/Get-ChildItem, cat/Get-Content, Get-Process, exit N, while ($true) {…}
+//	            ls/dir/Get-ChildItem, cat/Get-Content, Get-Process (Windows PowerShell's table,
+//	            from /proc: Linux's nearest figures), exit N, while ($true) {…}
 //	            with break, $env:NAME (read and assigned), $LASTEXITCODE, quoted strings, programs
 //	ping        [-t] [-n N] [-w MS] [-4] HOST: ICMP echo over IPv4, ping's lines and statistics
 //	ipconfig    [/all]: the interfaces' addresses, masks, physical addresses and the host name
