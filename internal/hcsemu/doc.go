@@ -68,6 +68,11 @@
 //     the emulator's holding them, removed with it. Every namespace the emulator makes lets all
 //     groups ping (ping_group_range), as Windows lets every account. HNS state is cleaned, not
 //     persisted, with the daemon (hns.go says why).
+//   - silo_linux.go: a running process-isolated container's PID namespace (the server silo's
+//     process view): a "silo init" (hcsemu re-executed, named smss) is its PID 1 until the
+//     container stops, reaps orphans and mounts the namespace's procfs at the container's
+//     C:\proc; the container's processes are forked into the namespace (spawn_linux.go), so they
+//     see their own container's processes only, and one ending takes no other with it.
 //   - hcsv1_linux.go: HCS schema 1 modify requests (ResourceType, not ResourcePath), as
 //     hcsshim's HotAttachEndpoint sends them: an HNS endpoint added to or removed from the
 //     namespace a container runs in (made for it, if it has none and no process yet).

@@ -199,6 +199,9 @@ type system struct {
 	// container runs in (hosted_linux.go). Both nil for a process-isolated container.
 	vm     *vmState
 	hosted *hostedLink
+	// silo is a running process-isolated container's PID namespace and its procfs
+	// (silo_linux.go); nil otherwise.
+	silo *silo
 	// pipes are a process-isolated container's mapped pipes (pipes_linux.go); nil: none.
 	pipes *pipeState
 	// identity is the gMSA domain of a container naming a Container Credential Guard
@@ -545,6 +548,7 @@ func (s *system) stopLocked(ctx context.Context, exitType schema2.NotificationTy
 	if s.cg != nil {
 		s.cg.kill(ctx)
 	}
+	s.stopSiloLocked(ctx)
 	s.closePipesLocked()
 	s.unmapAllLocked(ctx)
 	s.leaveNetworkLocked()
@@ -636,6 +640,10 @@ func (e *Engine) Start(ctx context.Context, ref wire.SystemRef, options string) 
 	}
 	if s.vm != nil {
 		if err := s.startVMLocked(ctx); err != nil {
+			return err
+		}
+	} else if s.hosted == nil && s.vol != nil {
+		if err := s.startSiloLocked(ctx); err != nil {
 			return err
 		}
 	}

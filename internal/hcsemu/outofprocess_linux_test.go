@@ -170,6 +170,17 @@ func TestDaemonOutOfProcess(t *testing.T) {
 	if syscall.Kill(int(s.pid), 0) == nil {
 		t.Errorf("process %d outlived the killed daemon", s.pid)
 	}
+	// Nor does the container's C:\proc (silo_linux.go): its silo init unmounts and removes it
+	// when the daemon dies.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, err := os.Lstat(filepath.Join(vol, "proc"))
+		if errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("C:\\proc of a container of the killed daemon is still there: %v", err)
+		}
+	}
 	if _, err := b.OpenComputeSystem("doomed", computecore.GenericAll); !errors.Is(err, computecore.HCS_E_SERVICE_DISCONNECT) {
 		t.Errorf("open after the daemon died: %v", err)
 	}

@@ -235,10 +235,15 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 		Pdeathsig: syscall.SIGKILL, // see spawner: the daemon's death ends its processes
 	}
 	acct.setCredential(sys)
-	if s.vmNamespacesLocked() != nil {
-		// In a VM's PID namespace the parent is outside it and getppid() is 0, which Go's
-		// fork takes for a dead parent and answers with Pdeathsig at once. The VM init has
-		// Pdeathsig instead, and its death kills everything in the VM (vminit_linux.go).
+	var pidns *os.File
+	if s.silo != nil {
+		pidns = s.silo.pid
+	}
+	if s.vmNamespacesLocked() != nil || pidns != nil {
+		// In a VM's or a silo's PID namespace the parent is outside it and getppid() is 0,
+		// which Go's fork takes for a dead parent and answers with Pdeathsig at once. The VM
+		// init or silo init has Pdeathsig instead, and its death kills everything in the
+		// namespace (vminit_linux.go, silo_linux.go).
 		sys.Pdeathsig = 0
 	}
 	if params.EmulateConsole {
@@ -306,7 +311,7 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 	if c := s.doc.Container; vmns == nil && c != nil && c.GuestOs != nil {
 		hostname = c.GuestOs.HostName
 	}
-	osp, err := s.e.sp.spawnAs(s.cg, s.netns, vmns, hostname, exe.LinuxPath, argv, attr)
+	osp, err := s.e.sp.spawnAs(s.cg, s.netns, vmns, pidns, hostname, exe.LinuxPath, argv, attr)
 	if err != nil {
 		return nil, nil, errorf(startErrorHRESULT(err), "start %q (%s) in compute system %q: %v", program, exe.WindowsPath, s.id, err)
 	}

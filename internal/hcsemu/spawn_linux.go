@@ -38,10 +38,13 @@ type spawnRequest struct {
 	// hostname: start in a UTS namespace of its own with this host name (a process-isolated
 	// container's GuestOs.HostName); "": the daemon's.
 	hostname string
-	name     string
-	argv     []string
-	attr     *os.ProcAttr
-	done     chan spawnResult
+	// pidns: start in this PID namespace (a process-isolated container's silo, silo_linux.go);
+	// nil: the daemon's. Not with vm.
+	pidns *os.File
+	name  string
+	argv  []string
+	attr  *os.ProcAttr
+	done  chan spawnResult
 }
 
 type spawnResult struct {
@@ -87,14 +90,33 @@ func (s *spawner) loop(ready chan<- struct{}) {
 			req.done <- spawnResult{p: p, err: err}
 			continue
 		}
-		if req.hostname != "" {
-			p, err := startWithHostname(req, tid, home, homeErr)
-			req.done <- spawnResult{p: p, err: err}
-			continue
-		}
-		p, err := startInGroups(req, tid)
+		p, err := startInSilo(req, tid, home, homeErr)
 		req.done <- spawnResult{p: p, err: err}
 	}
+}
+
+// startInSilo starts req in its PID namespace when it names one (the thread's children are
+// born there; the thread itself stays where it is), then returns the thread's children to the
+// daemon's namespace. Like startWithHostname, a thread that cannot return stops the daemon.
+func startInSilo(req spawnRequest, tid int, home *homeNamespaces, homeErr error) (*os.Process, error) {
+	if req.pidns != nil {
+		if homeErr != nil {
+			return nil, fmt.Errorf("the spawner cannot return to its PID namespace: %v", homeErr)
+		}
+		if err := unix.Setns(int(req.pidns.Fd()), unix.CLONE_NEWPID); err != nil {
+			return nil, fmt.Errorf("enter the container's PID namespace: %w", err)
+		}
+		defer func() {
+			if err := unix.Setns(int(home.pid.Fd()), unix.CLONE_NEWPID); err != nil {
+				log.L.WithError(err).Error("hcsemu: the spawner thread cannot return to its PID namespace")
+				panic(fmt.Sprintf("hcsemu: spawner thread stuck in a container's PID namespace: %v", err))
+			}
+		}()
+	}
+	if req.hostname != "" {
+		return startWithHostname(req, tid, home, homeErr)
+	}
+	return startInGroups(req, tid)
 }
 
 // startWithHostname is startInGroups in a new UTS namespace named req.hostname: a Windows
@@ -209,13 +231,14 @@ func (s *spawner) spawn(cg *cgroup, netns *os.File, name string, argv []string, 
 
 // spawnIn is spawn inside a utility VM's namespaces too, when vm is not nil.
 func (s *spawner) spawnIn(cg *cgroup, netns *os.File, vm *vmNamespaces, name string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
-	return s.spawnAs(cg, netns, vm, "", name, argv, attr)
+	return s.spawnAs(cg, netns, vm, nil, "", name, argv, attr)
 }
 
-// spawnAs is spawnIn in a UTS namespace named hostname when it is not "" (and vm is nil).
-func (s *spawner) spawnAs(cg *cgroup, netns *os.File, vm *vmNamespaces, hostname, name string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
+// spawnAs is spawnIn in a UTS namespace named hostname when it is not "" and in the PID
+// namespace pidns when it is not nil (both only when vm is nil).
+func (s *spawner) spawnAs(cg *cgroup, netns *os.File, vm *vmNamespaces, pidns *os.File, hostname, name string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
 	done := make(chan spawnResult, 1)
-	s.reqs <- spawnRequest{cg: cg, netns: netns, vm: vm, hostname: hostname, name: name, argv: argv, attr: attr, done: done}
+	s.reqs <- spawnRequest{cg: cg, netns: netns, vm: vm, pidns: pidns, hostname: hostname, name: name, argv: argv, attr: attr, done: done}
 	r := <-done
 	return r.p, r.err
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,4 +168,55 @@ func TestToolsNetwork(t *testing.T) {
 	if got := logLines(log, "stdout"); s.GetExitCode() != 0 || len(got) != 1 || got[0] != podCfg.Hostname {
 		t.Fatalf("hostname: exit code %d, stdout %q; want the pod's host name %q", s.GetExitCode(), got, podCfg.Hostname)
 	}
+}
+
+// TestToolsGetProcess: powershell's get-process in a process-isolated container lists that
+// container's processes only, as in a Windows server silo: its workload, the exec'd powershell
+// itself and the silo's smss (hcsemu's silo init); not the processes of another pod nor the
+// node's (containerd, the shims, hcsemu, Wine).
+func TestToolsGetProcess(t *testing.T) {
+	n := connect(t)
+	pod, podCfg := runPod(t, n, "pod-tools-getproc")
+	id := startContainer(t, n, pod, podCfg, containerConfig("sleeps", "sleep", "600"))
+	other, otherCfg := runPod(t, n, "pod-tools-getproc-other")
+	ping := toolConfig("ping", "ping", "-t", "localhost")
+	otherID := startContainer(t, n, other, otherCfg, ping)
+	waitLog(t, filepath.Join(otherCfg.LogDirectory, ping.LogPath), " stdout F Pinging localhost")
+
+	if got, want := getProcess(t, n, id), []string{"powershell", "smss", "workload"}; !slices.Equal(got, want) {
+		t.Errorf("get-process in the pod running workload: %q, want %q", got, want)
+	}
+	if got, want := getProcess(t, n, otherID), []string{"ping", "powershell", "smss"}; !slices.Equal(got, want) {
+		t.Errorf("get-process in the pod running ping: %q, want %q", got, want)
+	}
+}
+
+// getProcess runs powershell -c get-process in container id and returns the ProcessName
+// column, lower-cased, in the order listed (Get-Process sorts by name), checking Windows
+// PowerShell's table: every row has an Id, a session and the working set of a live process.
+func getProcess(t *testing.T, n *node, id string) []string {
+	t.Helper()
+	stdout, stderr, err := n.rt.ExecSync(ctx(t), id, []string{"powershell", "-c", "get-process"}, time.Minute)
+	if err != nil || len(stderr) != 0 {
+		t.Fatalf("ExecSync powershell -c get-process: %v, stdout %q, stderr %q", err, stdout, stderr)
+	}
+	const header = "Handles  NPM(K)    PM(K)      WS(K)     CPU(s)     Id  SI ProcessName"
+	lines := strings.Split(string(stdout), "\r\n")
+	at := slices.Index(lines, header)
+	if at < 0 || at+1 >= len(lines) || !strings.HasPrefix(lines[at+1], "-------  ------") {
+		t.Fatalf("get-process: no %q header in %q", header, stdout)
+	}
+	row := regexp.MustCompile(`^ {0,6}[0-9]* {1,7}0 {1,8}[0-9]+ {1,10}[1-9][0-9]* {1,10}[0-9]+\.[0-9]{2} {1,6}[1-9][0-9]* {1,3}[01] (\S+)$`)
+	var names []string
+	for _, l := range lines[at+2:] {
+		if l == "" {
+			break
+		}
+		m := row.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("get-process: row %q is not Windows PowerShell's (output %q)", l, stdout)
+		}
+		names = append(names, strings.ToLower(m[1]))
+	}
+	return names
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -224,6 +225,23 @@ func testExec(ctx context.Context, t *testing.T, env *harness.Env) {
 				}
 			})
 		}
+		// hcsemu's process isolation (internal/hcsemu silo_linux.go): an exec sees its
+		// container's processes, its silo init (PID 1, smss), the task's init and itself;
+		// not the host's nor other containers'.
+		t.Run("sees its container's processes only", func(t *testing.T) {
+			res, err := execIn(ctx, t, env, tk, "ps", workload("ps")...)
+			if err != nil || res.code != 0 {
+				t.Fatalf("ps: %v, exit %d, stderr %q", err, res.code, res.stderr)
+			}
+			var got []string
+			for _, l := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
+				_, name, _ := strings.Cut(strings.TrimSpace(l), " ")
+				got = append(got, name)
+			}
+			if want := []string{"smss", image.WorkloadPath, image.WorkloadPath}; !slices.Equal(got, want) || !strings.HasPrefix(res.stdout, "1 smss") {
+				t.Fatalf("ps lists %q (%q), want %q with smss as PID 1", got, res.stdout, want)
+			}
+		})
 		t.Run("init keeps running", func(t *testing.T) {
 			st, err := tk.Task.Status(ctx)
 			if err != nil || st.Status != containerd.Running {

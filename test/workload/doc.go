@@ -28,7 +28,8 @@
 //	whoami                print "user=USERDOMAIN\USERNAME", "network=ACCOUNT" in a gMSA container of
 //	                      hcsemu, and, except on Windows, "uid=N gid=M"
 //	ps                    print the processes it can see, "PID NAME" a line, sorted by PID (Linux:
-//	                      from /proc, C:\proc in a utility VM of hcsemu; elsewhere an error)
+//	                      from /proc, C:\proc in hcsemu's containers: the container's own processes;
+//	                      elsewhere an error)
 //	listen ADDRESS        TCP echo server: listen on ADDRESS (host:port), print "listening ADDRESS"
 //	                      (the address bound), then for each connection read one line and answer
 //	                      "echo: LINE", until killed
@@ -58,7 +59,8 @@
 //	            programs through PATH/PATHEXT; %NAME%, &, &&, ||, quotes, ^, >, >>, 2>, 2>&1
 //	powershell  [-NoProfile] [-NonInteractive] [-ExecutionPolicy P] -Command TEXT: statements
 //	            split by ; and new lines, echo/Write-Output, Write-Host, Start-Sleep -s N / -m N,
-//	            ls/dir/Get-ChildItem, cat/Get-Content, Get-Process, exit N, while ($true) {…}
+//	            ls/dir/Get-ChildItem, cat/Get-Content, Get-Process (Windows PowerShell's table,
+//	            from /proc: Linux's nearest figures), exit N, while ($true) {…}
 //	            with break, $env:NAME (read and assigned), $LASTEXITCODE, quoted strings, programs
 //	ping        [-t] [-n N] [-w MS] [-4] HOST: ICMP echo over IPv4, ping's lines and statistics
 //	ipconfig    [/all]: the interfaces' addresses, masks, physical addresses and the host name

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -203,8 +205,17 @@ func TestPowerShell(t *testing.T) {
 		t.Errorf("ls: %d\n%s", code, stdout)
 	}
 	code, stdout, _ = runTool(t, "powershell", []string{"-c", "get-process"}, dir)
-	if code != 0 || !strings.Contains(stdout, "ProcessName") || !strings.Contains(stdout, "workload") {
-		t.Errorf("get-process: %d\n%s", code, stdout)
+	const header = "\r\nHandles  NPM(K)    PM(K)      WS(K)     CPU(s)     Id  SI ProcessName\r\n" +
+		"-------  ------    -----      -----     ------     --  -- -----------\r\n"
+	if code != 0 || !strings.HasPrefix(stdout, header) {
+		t.Fatalf("get-process: %d\n%s", code, stdout)
+	}
+	// The stand-in runs in this test's process: its row has its PID and name, open
+	// descriptors (its own, so readable), a working set, Windows PowerShell's widths.
+	row := regexp.MustCompile(`\r\n {0,6}[1-9][0-9]* {7}0 {1,8}[0-9]+ {1,10}[1-9][0-9]* {1,10}[0-9]+\.[0-9]{2} {1,6}` +
+		strconv.Itoa(os.Getpid()) + ` {1,3}[01] ` + regexp.QuoteMeta(filepath.Base(os.Args[0])) + `\r\n`)
+	if !row.MatchString(stdout) {
+		t.Errorf("get-process: no row of this process (%d) in\n%s", os.Getpid(), stdout)
 	}
 }
 

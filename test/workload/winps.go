@@ -648,8 +648,12 @@ func (s *psState) list(args []any) error {
 	return nil
 }
 
-// processes is Get-Process: the columns the stand-in knows (Id and ProcessName, the name
-// without ".exe" as PowerShell shows it), sorted by name.
+// processes is Get-Process: Windows PowerShell 5.1's default table (Handles, NPM(K), PM(K),
+// WS(K), CPU(s), Id, SI, ProcessName, with its column widths), the name without ".exe" as
+// PowerShell shows it, sorted by name. What Linux has no counterpart for is shown as a Windows
+// process without it would: NPM(K), the nonpaged pool, is 0 (Linux has no pageable/nonpaged
+// split for a process); Handles is blank where the account may not read another process's
+// descriptors (Windows shows every process's count).
 func (s *psState) processes() error {
 	procs, err := listProcesses()
 	if err != nil {
@@ -663,9 +667,14 @@ func (s *psState) processes() error {
 		procs[i].name = name
 	}
 	sortProcs(procs)
-	fmt.Fprintf(s.stdout, "\r\n%7s %s\r\n%7s %s\r\n", "Id", "ProcessName", "--", "-----------")
+	fmt.Fprint(s.stdout, "\r\nHandles  NPM(K)    PM(K)      WS(K)     CPU(s)     Id  SI ProcessName\r\n"+
+		"-------  ------    -----      -----     ------     --  -- -----------\r\n")
 	for _, p := range procs {
-		fmt.Fprintf(s.stdout, "%7d %s\r\n", p.pid, p.name)
+		handles := ""
+		if p.handles >= 0 {
+			handles = strconv.Itoa(p.handles)
+		}
+		fmt.Fprintf(s.stdout, "%7s %7d %8d %10d %10.2f %6d %3d %s\r\n", handles, 0, p.pm>>10, p.ws>>10, p.cpu, p.pid, p.sid, p.name)
 	}
 	fmt.Fprint(s.stdout, "\r\n")
 	s.failed = false
