@@ -125,7 +125,7 @@ func TestStats(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PodSandboxStats: %v", err)
 	}
-	checkPodStats(t, ps, pod, idle, busy)
+	checkPodStats(t, n, ps, pod, idle, busy)
 	// The exec in the idle container counts too.
 	if got := ps.GetWindows().GetProcess().GetProcessCount().GetValue(); got < 4 {
 		t.Errorf("pod process count %d: want at least 4 (pause, two containers, an exec)", got)
@@ -134,7 +134,7 @@ func TestStats(t *testing.T) {
 	if err != nil || len(all) != 1 {
 		t.Fatalf("ListPodSandboxStats for the pod: %v, %v; want one entry", all, err)
 	}
-	checkPodStats(t, all[0], pod, idle, busy)
+	checkPodStats(t, n, all[0], pod, idle, busy)
 }
 
 // TestHyperVPodStats reads the stats of a Hyper-V pod (its containers run in the pod's utility
@@ -158,7 +158,7 @@ func TestHyperVPodStats(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PodSandboxStats: %v", err)
 	}
-	checkPodStats(t, ps, pod, idle, busy)
+	checkPodStats(t, n, ps, pod, idle, busy)
 }
 
 func sorted(s ...string) []string {
@@ -169,8 +169,12 @@ func sorted(s ...string) []string {
 // checkPodStats checks a pod's Windows stats: its id, CPU and working set no less than its
 // containers', an entry for each running container, its network interface with traffic, a
 // process count.
-func checkPodStats(t *testing.T, ps *runtimeapi.PodSandboxStats, pod string, containers ...string) {
+func checkPodStats(t *testing.T, n *node, ps *runtimeapi.PodSandboxStats, pod string, containers ...string) {
 	t.Helper()
+	// containerd 1.7 fills no commit memory in a Windows pod's stats: no code of its CRI
+	// (pkg/cri in v1.7.34; 1.7.35 answers the same on the node) sets CommitMemoryBytes, which
+	// 2.x's internal/cri/server/sandbox_stats_windows.go copies from the shim's statistics.
+	wantCommit := !containerd17(t, n)
 	if ps.GetAttributes().GetId() != pod {
 		t.Fatalf("pod stats %v: want pod %s", ps, pod)
 	}
@@ -179,7 +183,7 @@ func checkPodStats(t *testing.T, ps *runtimeapi.PodSandboxStats, pod string, con
 	var cpu, ws uint64
 	for _, c := range w.GetContainers() {
 		ids = append(ids, c.GetAttributes().GetId())
-		if c.GetCpu().GetUsageCoreNanoSeconds() == nil || c.GetMemory().GetWorkingSetBytes() == nil || c.GetMemory().GetCommitMemoryBytes().GetValue() == 0 {
+		if c.GetCpu().GetUsageCoreNanoSeconds() == nil || c.GetMemory().GetWorkingSetBytes() == nil || (wantCommit && c.GetMemory().GetCommitMemoryBytes().GetValue() == 0) {
 			t.Errorf("pod stats, container %s: %v; want CPU time, working set and commit", c.GetAttributes().GetId(), c)
 		}
 		cpu += c.GetCpu().GetUsageCoreNanoSeconds().GetValue()
