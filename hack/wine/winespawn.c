@@ -14,7 +14,9 @@
  * What Windows does: the kernel maps KUSER_SHARED_DATA at 0x7FFE0000 in every process; a
  * CreateProcess of a valid image does not fail at random. Wine reports start-up done to the
  * parent (init_process_done) before the program's first instruction and before any DLL's
- * DllMain, so a process that failed this way has run nothing of the program: starting it again
+ * DllMain (dlls/ntdll/unix/loader.c, start_main_thread, ends with server_init_process_done
+ * after loading ntdll), so a process that failed this way has run nothing of the program, and
+ * one that ends later has an exit status and is no ERROR_INTERNAL_ERROR: starting it again
  * is what the caller would have got on Windows. Only ERROR_INTERNAL_ERROR is retried, at most
  * SPAWN_ATTEMPTS times in all; any other failure (a missing file, a bad image) is the caller's.
  * Each retry says so on stderr, so a log shows that it happened.
