@@ -32,8 +32,9 @@
  * through a small jump stub allocated within 4 GiB above ntdll.
  *
  * BackupRead and BackupWrite, which Wine 8 does not implement, are filled in the same way, in
- * kernel32's export table (winebackup.c), and NtCreateNamedPipeFile, whose instances without
- * read or write access Wine 8 leaves listening, in ntdll's (winepipe.c).
+ * kernel32's export table (winebackup.c), NtCreateNamedPipeFile, whose instances without
+ * read or write access Wine 8 leaves listening, in ntdll's (winepipe.c), and CreateProcessW,
+ * which fails now and then when Wine cannot start the new process, in kernel32's (winespawn.c).
  */
 #include <windows.h>
 #include <winternl.h>
@@ -161,5 +162,5 @@ BOOL winecompat_install(void)
 		return FALSE;
 	real_set_information_file = (set_information_file_fn)(void *)(ntdll + *slot);
 	return winecompat_patch_export(ntdll, "NtSetInformationFile", (void *)compat_set_information_file) &&
-	       winebackup_install() && winepipe_install();
+	       winebackup_install() && winepipe_install() && winespawn_install();
 }

@@ -17,4 +17,8 @@ BOOL winebackup_install(void);
 /* winepipe_install makes pipe instances without data access start disconnected (winepipe.c). */
 BOOL winepipe_install(void);
 
+/* winespawn_install makes CreateProcessW start a process again that Wine could not start
+ * (winespawn.c). */
+BOOL winespawn_install(void);
+
 #endif

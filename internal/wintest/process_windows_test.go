@@ -14,10 +14,14 @@ import (
 
 const dialEnv = "WINTEST_DIAL"
 
-// TestMain lets the test binary be the client process of TestWaitUnixExitClosesSockets.
+// TestMain lets the test binary be the client process of TestWaitUnixExitClosesSockets and the
+// helper of TestCreateProcessRetry.
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(dialEnv); addr != "" {
 		os.Exit(dialAndHang(addr))
+	}
+	if os.Getenv(spawnHelperEnv) == "1" {
+		os.Exit(spawnOnce())
 	}
 	os.Exit(m.Run())
 }

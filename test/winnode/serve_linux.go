@@ -108,7 +108,8 @@ func (n *node) path(elem ...string) string {
 func (n *node) up(ctx context.Context) error {
 	start := time.Now()
 	prefix := n.path("wine", "prefix")
-	n.env = append(os.Environ(), "WINEPREFIX="+prefix, "WINEARCH=win64", "WINEDEBUG=-all", "DISPLAY=",
+	wineDebug := wineDebugChannels()
+	n.env = append(os.Environ(), "WINEPREFIX="+prefix, "WINEARCH=win64", "WINEDEBUG="+wineDebug, "DISPLAY=",
 		"WINEDLLOVERRIDES=mscoree=;mshtml=", "HCSEMU_TCP_KEY_FILE="+n.path("hcsemu.key"))
 	if err := n.step("hcsemu (HCS, HNS, storage)", n.startHCSEmu); err != nil {
 		return err
@@ -134,7 +135,7 @@ func (n *node) up(ctx context.Context) error {
 	fmt.Fprintf(n.steps, "%-34s %7.2fs (containerd %s, snapshotter %s)\n", "node up", time.Since(start).Seconds(), version, n.snapshotter)
 	var b strings.Builder
 	for _, kv := range [][2]string{
-		{"WINEPREFIX", prefix}, {"WINE64", wine64}, {"WINEARCH", "win64"}, {"WINEDEBUG", "-all"},
+		{"WINEPREFIX", prefix}, {"WINE64", wine64}, {"WINEARCH", "win64"}, {"WINEDEBUG", wineDebug},
 		{"WINEDLLOVERRIDES", "mscoree=;mshtml="}, {"HCSEMU_TCP_ADDRESS", n.tcp}, {"HCSEMU_TCP_KEY_FILE", n.path("hcsemu.key")},
 		{"RUNHCS_NODE_PIPE", Pipe}, {"RUNHCS_NODE_REGISTRY", registryAddr}, {"RUNHCS_NODE_ROOT", n.root},
 		{"RUNHCS_NODE_CONTAINERD", version}, {"RUNHCS_NODE_SNAPSHOTTER", n.snapshotter},
@@ -142,6 +143,17 @@ func (n *node) up(ctx context.Context) error {
 		fmt.Fprintf(&b, "export %s=%s\n", kv[0], shellQuote(kv[1]))
 	}
 	return atomicfile.WriteFile(envFile(n.root), []byte(b.String()), 0o644)
+}
+
+// wineDebugChannels is the WINEDEBUG of the node's Windows processes: none by default (Wine's
+// fixme and err lines would fill containerd's log), or RUNHCS_WINNODE_WINEDEBUG when set, to see
+// why Wine failed a call (e.g. "err+all,+process" for a CreateProcess failure); each process
+// writes them to its own stderr, containerd.exe's to logs/containerd.log.
+func wineDebugChannels() string {
+	if v := os.Getenv("RUNHCS_WINNODE_WINEDEBUG"); v != "" {
+		return v
+	}
+	return "-all"
 }
 
 // makePrefix copies the prepared prefix and makes it report Windows Server 2022 (build 20348),
