@@ -170,6 +170,29 @@ func TestWinBridgeV2(t *testing.T) {
 	}
 }
 
+// containerRoot gives the container id a root folder of its own, a copy of the test image
+// beside it: containers that run at the same time have their own scratch on Windows, and
+// hcsemu mounts each process-isolated container's process list in its root (C:\proc).
+func containerRoot(t *testing.T, image, id string) string {
+	t.Helper()
+	root := path.Join(path.Dir(filepath.ToSlash(image)), "root-"+id)
+	for _, f := range []string{"workload/workload.exe", "Windows/System32/workload.exe"} {
+		b, err := os.ReadFile(`Z:` + filepath.FromSlash(path.Join(filepath.ToSlash(image), f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := `Z:` + filepath.FromSlash(path.Join(root, f))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.RemoveAll(`Z:` + filepath.FromSlash(root)) })
+	return root
+}
+
 // TestWinBridgeV1 runs win-bridge in its default mode (no ApiVersion: hcsshim's v1 HNS
 // functions) as dockershim ran it: after the pod's sandbox container exists, with CNI_NETNS
 // "none" and CNI_CONTAINERID the container, whereupon win-bridge creates the endpoint and
@@ -242,7 +265,7 @@ func TestWinBridgeV1(t *testing.T) {
 	t.Cleanup(cancel)
 	container := func(id, ns string, start bool) *hcs.System {
 		v := schema2.SchemaV21
-		doc := &schema2.ComputeSystem{Owner: "winbridge-v1", SchemaVersion: &v, Container: &schema2.Container{Storage: &schema2.Storage{Path: image}}}
+		doc := &schema2.ComputeSystem{Owner: "winbridge-v1", SchemaVersion: &v, Container: &schema2.Container{Storage: &schema2.Storage{Path: containerRoot(t, image, id)}}}
 		if ns != "" {
 			doc.Container.Networking = &schema2.Networking{Namespace: ns}
 		}
