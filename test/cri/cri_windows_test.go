@@ -159,7 +159,7 @@ func TestPodSandbox(t *testing.T) {
 	if err != nil || st.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
 		t.Fatalf("after stop: %v, %v; want SANDBOX_NOTREADY", st.GetStatus().GetState(), err)
 	}
-	if err := n.rt.RemovePodSandbox(ctx(t), id); err != nil {
+	if _, err := removePodSandbox(ctx(t), n.rt, id); err != nil {
 		t.Fatalf("RemovePodSandbox: %v", err)
 	}
 	pods, err := n.rt.ListPodSandbox(ctx(t), &runtimeapi.PodSandboxFilter{Id: id})

@@ -81,7 +81,7 @@ func TestHyperVPod(t *testing.T) {
 	if err := n.rt.StopPodSandbox(ctx(t), pod); err != nil {
 		t.Fatalf("StopPodSandbox: %v", err)
 	}
-	if err := n.rt.RemovePodSandbox(ctx(t), pod); err != nil {
+	if _, err := removePodSandbox(ctx(t), n.rt, pod); err != nil {
 		t.Fatalf("RemovePodSandbox: %v", err)
 	}
 	if systems := computeSystems(t); containsPrefix(systems, pod) {
