@@ -145,6 +145,8 @@ type silo struct {
 	code  int           // init's exit code, once done
 	pid   *os.File      // the namespace, for the spawner
 	ready *os.File      // where the init says it is ready; closed once read
+	root  *os.Root      // the container's volume, where the init mounts C:\proc
+	made  bool          // hcsemu made C:\proc for it
 }
 
 // startSiloLocked starts the silo init of a process-isolated container and waits until its
@@ -235,7 +237,7 @@ func (s *system) spawnSiloInit(made bool) (*silo, error) {
 		r.Close()
 		return nil, err
 	}
-	return &silo{init: p, done: make(chan struct{}), ready: r}, nil
+	return &silo{init: p, done: make(chan struct{}), ready: r, root: s.vol.root, made: made}, nil
 }
 
 // waitSiloReady waits for the init's "ready" and opens its PID namespace.
@@ -283,21 +285,68 @@ func (s *system) watchSilo(sl *silo) {
 }
 
 // close asks the init to clean up and end, which kills every process left in the namespace,
-// and waits for it (killing it if it does not end within a generous deadline).
+// and waits for it (killing it if it does not end within a generous deadline). The request is
+// repeated: the kernel drops a signal to a PID namespace's init from outside it until the init
+// has a handler for it (pid_namespaces(7)), and a stop can come before the init installed one.
+// Whatever the init left mounted is then unmounted here.
 func (sl *silo) close(ctx context.Context, id string) {
 	if sl.pid != nil {
 		sl.pid.Close()
 	}
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	_ = sl.init.Signal(syscall.SIGTERM)
-	select {
-	case <-sl.done:
-	case <-time.After(30 * time.Second):
-		sl.init.Kill()
-		<-sl.done
+wait:
+	for {
+		select {
+		case <-sl.done:
+			break wait
+		case <-tick.C:
+			_ = sl.init.Signal(syscall.SIGTERM)
+		case <-deadline:
+			sl.init.Kill()
+			<-sl.done
+			break wait
+		}
 	}
 	if sl.code != 0 {
-		log.G(ctx).WithFields(log.Fields{"system": id, "exitCode": sl.code}).Warn("hcsemu: the silo init did not end cleanly; C:\\proc may be left mounted")
+		log.G(ctx).WithFields(log.Fields{"system": id, "exitCode": sl.code}).Warn("hcsemu: the silo init did not end cleanly")
 	}
+	if err := sl.unmountProc(); err != nil {
+		log.G(ctx).WithError(err).WithField("system", id).Warn("hcsemu: C:\\proc left mounted")
+	}
+}
+
+// unmountProc unmounts the procfs the init mounted on C:\proc, if it is still there (the init
+// was killed, or died, before it cleaned up), and removes the folder if hcsemu made it.
+func (sl *silo) unmountProc() error {
+	if sl.root == nil {
+		return nil
+	}
+	f, err := sl.root.Open(siloProcDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(f.Fd()), &st); err == nil && st.Type == unix.PROC_SUPER_MAGIC {
+		// The descriptor names the mount: the path inside the volume is never followed again.
+		err = unix.Unmount("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), unix.MNT_DETACH)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("unmount C:\\%s: %w", siloProcDir, err)
+		}
+	} else {
+		f.Close()
+	}
+	if sl.made {
+		if err := sl.root.Remove(siloProcDir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // stopSiloLocked ends a stopping container's silo: its init, with every process left in the

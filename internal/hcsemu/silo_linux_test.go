@@ -1,7 +1,9 @@
 package hcsemu
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
 // TestDaemonSiloProcesses: a process-isolated container's processes see that container's
@@ -144,5 +147,33 @@ func TestDaemonSiloProcDirOfImage(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(vol, "proc", "data")); err != nil {
 		t.Errorf("the image's C:\\proc\\data after the failed start: %v", err)
+	}
+}
+
+// TestDaemonSiloStartCancelled: a start whose caller has gone (a shim killed while its
+// StartComputeSystem was held) stops the silo init it has just spawned, possibly before the
+// init installed its SIGTERM handler, when the kernel drops the signal (pid_namespaces(7)).
+// Nothing may be left mounted on C:\proc, and the start must not wait out the kill deadline.
+func TestDaemonSiloStartCancelled(t *testing.T) {
+	d := startDaemon(t)
+	api := dial(t, d)
+	for i := range 5 {
+		id := fmt.Sprintf("silo-cancelled-%d", i)
+		_, vol := createSystem(t, api, id, "", false)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := d.engine.Start(ctx, wire.SystemRef{ID: id}, ""); err == nil {
+			t.Fatalf("start of %s with its caller gone: no error", id)
+		}
+		if _, err := os.Lstat(filepath.Join(vol, "proc")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("C:\\proc of %s after the cancelled start: %v; want it gone", id, err)
+		}
+		mounts, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(mounts), " "+filepath.Join(vol, "proc")+" ") {
+			t.Errorf("C:\\proc of %s is still mounted after the cancelled start", id)
+		}
 	}
 }
