@@ -135,7 +135,19 @@ func runPodWith(t *testing.T, n *node, name, handler string) (string, *runtimeap
 // host: compute systems and HNS endpoints.
 func TestPodSandbox(t *testing.T) {
 	n := connect(t)
+	// The earlier tests' pods are gone: no shim runs, and what is mounted now is the baseline.
+	waitNoShim(t)
+	mounts := nodeMounts(t)
 	id, _ := runPod(t, n, "pod-sandbox")
+	if got := countShims(t); got != 1 {
+		t.Fatalf("%d shim processes for one pod: %v", got, processes(t))
+	}
+	for _, dir := range podStateFolders(t, id) {
+		if _, err := os.Stat(dir); err != nil {
+			t.Fatalf("the pod's state folder: %v", err)
+		}
+	}
+	t.Logf("mounts under the node's root: %d before the pod, %d while it runs", mounts, nodeMounts(t))
 	st, err := n.rt.PodSandboxStatus(ctx(t), id, false)
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +184,15 @@ func TestPodSandbox(t *testing.T) {
 	if eps := endpoints(t); len(eps) != 0 {
 		t.Fatalf("HNS endpoints after remove: %v", eps)
 	}
+	for _, dir := range podStateFolders(t, id) {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("the pod's state folder %s after remove: %v; want it gone", dir, err)
+		}
+	}
+	if got := nodeMounts(t); got != mounts {
+		t.Errorf("mounts under the node's root after remove: %d, want %d as before the pod", got, mounts)
+	}
+	waitNoShim(t)
 }
 
 func TestPullImage(t *testing.T) {
