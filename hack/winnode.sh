@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# hack/winnode.sh runs an emulated Windows Kubernetes node (test/winnode; README "An emulated
-# Windows node"): containerd 2.4.2's (or 1.7.35's) Windows build with its CRI plugin, runhcs's shim and
+# hack/winnode.sh runs an emulated Windows Kubernetes node (test/winnode; docs/winnode.md):
+# containerd 2.4.2's (or 1.7.35's) Windows build with its CRI plugin, runhcs's shim and
 # snapshotter and win-bridge under Wine, hcsemu as the host's HCS, HNS and storage filter, and a
 # loopback registry with the Windows-format test images. As root.
 #
@@ -80,7 +80,7 @@ test)
 	# shellcheck source=hack/wine/lib.sh
 	source hack/wine/lib.sh
 	RUNHCS_WINNODE_BIN="${dir}/bin" RUNHCS_WINNODE_PREFIX="${WINE_PREFIX_DIR}" RUNHCS_WINNODE_CONTAINERD="${containerd}" \
-		go test -count=1 -v -timeout 10m -run 'TestDownAfterCrash|TestContainerdConfig|TestREADMEConfig|TestServerVersion' ./test/winnode || rc=$?
+		go test -count=1 -v -timeout 10m -run 'TestDownAfterCrash|TestContainerdConfig|TestDocsConfig|TestServerVersion' ./test/winnode || rc=$?
 	printf 'winnode: %-34s %7.2fs (exit %d)\n' "test, containerd ${containerd}" "$(echo "$(date +%s.%N) - ${t_test}" | bc)" "${rc}" >&2
 	exit "${rc}"
 	;;

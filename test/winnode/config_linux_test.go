@@ -137,16 +137,17 @@ func TestServerVersion(t *testing.T) {
 	}
 }
 
-// TestREADMEConfig checks that the README's containerd configurations (its "containerd
-// configuration" section, one TOML block per version) are the node's, with the README's
-// folders: the configuration the node runs is the one users are told to copy.
-func TestREADMEConfig(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestDocsConfig checks that the containerd configurations of docs/install-windows.md (its
+// "containerd configuration" section, one TOML block per version) are the node's, with that
+// page's folders: the configuration the node runs is the one users are told to copy.
+func TestDocsConfig(t *testing.T) {
+	const page = "docs/install-windows.md"
+	text, err := os.ReadFile("../../" + page)
 	if err != nil {
 		t.Fatal(err)
 	}
 	blocks := map[string]string{} // by their first line, "version = N"
-	for _, part := range strings.Split(string(readme), "```toml\n")[1:] {
+	for _, part := range strings.Split(string(text), "```toml\n")[1:] {
 		block, _, _ := strings.Cut(part, "```")
 		first, _, _ := strings.Cut(block, "\n")
 		if _, ok := blocks[first]; !ok {
@@ -157,24 +158,24 @@ func TestREADMEConfig(t *testing.T) {
 	for containerd, first := range map[string]string{"2": "version = 3", "1.7": "version = 2"} {
 		block, ok := blocks[first]
 		if !ok {
-			t.Errorf("README: no TOML block starting %q (containerd %s)", first, containerd)
+			t.Errorf("%s: no TOML block starting %q (containerd %s)", page, first, containerd)
 			continue
 		}
 		var got, want map[string]any
 		if err := toml.Unmarshal([]byte(block), &got); err != nil {
-			t.Fatalf("README's %s block: %v", first, err)
+			t.Fatalf("%s: the %s block: %v", page, first, err)
 		}
 		node := ContainerdConfig(ConfigOptions{Containerd: containerd, Snapshotter: "wcow",
 			CNIBin: folder + `cni\bin`, CNIConf: folder + `cni\conf`, Hosts: folder + `certs.d`})
 		if err := toml.Unmarshal([]byte(node), &want); err != nil {
 			t.Fatal(err)
 		}
-		// The node's own folders and pipe, which the README leaves at containerd's defaults.
+		// The node's own folders and pipe, which the page leaves at containerd's defaults.
 		for _, k := range []string{"root", "state", "grpc"} {
 			delete(want, k)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("README's containerd %s configuration differs from the node's:\nREADME: %v\nnode:   %v", containerd, got, want)
+			t.Errorf("%s: the containerd %s configuration differs from the node's:\npage: %v\nnode: %v", page, containerd, got, want)
 		}
 	}
 }
