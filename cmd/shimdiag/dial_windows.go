@@ -8,8 +8,8 @@ import (
 	winio "github.com/Microsoft/go-winio"
 )
 
-// pipePrefix is where the shim's pipes live (DESIGN.md, wire compatibility: the name hcsshim's
-// shims use, \\.\pipe\ProtectedPrefix\Administrators\containerd-shim-<namespace>-<pod>-pipe).
+// pipePrefix is where the shim's pipes live (docs/architecture.md, "Wire compatibility": the
+// name hcsshim's shims use, \\.\pipe\ProtectedPrefix\Administrators\containerd-shim-<namespace>-<pod>-pipe).
 const pipePrefix = `\\.\pipe\ProtectedPrefix\Administrators\`
 
 // dialShim connects to a shim's named pipe, as the shim listens on it (go-winio). A name

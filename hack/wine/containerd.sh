@@ -9,7 +9,8 @@
 #
 # windows (the default) unpacks with containerd's built-in windows snapshotter and differ; wcow
 # with this project's snapshotter (its Windows build, containerd-wcow-snapshotter.exe, under Wine
-# on a named pipe) configured as containerd.exe's proxy plugins, as the README configures them.
+# on a named pipe) configured as containerd.exe's proxy plugins, as docs/install-windows.md
+# configures them.
 # 2 (the default) is the containerd 2.x pin (tools/go.mod), 1.7 the containerd 1.7 pin
 # (tools/containerd1.7/go.mod).
 #

@@ -617,9 +617,9 @@ func TestContractLimitsAndStatistics(t *testing.T) {
 	})
 }
 
-// TestContractVirtualMachine is a utility VM as hcsshim makes one (hyperv-facts.md §1): booted
-// from the VSMB share "os" holding the EFI boot manager, with memory and processors within what
-// the host reports, a guest connection, VSMB shares hot-plugged while it runs, and the states and
+// TestContractVirtualMachine is a utility VM as hcsshim makes one (docs/notes/hyperv.md §1): booted
+// from the VSMB share "os" holding the EFI boot manager, with memory and processors within what the
+// host reports, a guest connection, VSMB shares hot-plugged while it runs, and the states and
 // errors of any compute system. (Processes in a VM, hosted containers and the VM as a resource
 // boundary are tested against hcsemu itself: they need executables and disks in the emulator's
 // formats, which this suite cannot make through Wine's drive Z:.)

@@ -8,7 +8,7 @@ import (
 )
 
 // newAPI is the hcsemu daemon's client: off Windows there is no computecore.dll, and the
-// emulator serves the same API (see DESIGN.md, "The emulator contract").
+// emulator serves the same API (see docs/emulator.md, "The contract").
 func newAPI() (computecore.API, error) {
 	c, err := client.NewHCS()
 	if err != nil {

@@ -28,7 +28,7 @@ type ccgInstance struct {
 // ccgServiceConfig is the service table entry of an HvSocket instance. Assumption: Microsoft
 // documents neither the entry CCG returns nor its descriptors; hcsshim passes it to the VM as it
 // is (hcsoci/resources_wcow.go). The emulator lets SYSTEM (CCG runs as a service on the host)
-// bind and connect, as the descriptors hcsshim gives its own services (hyperv-facts.md §1).
+// bind and connect, as the descriptors hcsshim gives its own services (docs/notes/hyperv.md §1).
 func ccgServiceConfig() *schema2.HvSocketServiceConfig {
 	return &schema2.HvSocketServiceConfig{BindSecurityDescriptor: "D:P(A;;FA;;;SY)", ConnectSecurityDescriptor: "D:P(A;;FA;;;SY)"}
 }

@@ -80,7 +80,7 @@
 // # Utility VMs (Hyper-V isolation)
 //
 // The emulator's VM contract, which internal/uvm relies on. Facts and sources:
-// ../shared/notes/hyperv-facts.md; the files are vm_*.go and hosted_linux.go.
+// docs/notes/hyperv.md; the files are vm_*.go and hosted_linux.go.
 //
 // Create: HcsCreateComputeSystem(id, ComputeSystem{SchemaVersion ≥ 2.1, Owner,
 // ShouldTerminateOnLastHandleClosed, VirtualMachine}). The VirtualMachine must have

@@ -30,8 +30,8 @@ import (
 // namespaces of dead containers) across a service restart, but this daemon's compute systems
 // die with it (Pdeathsig), and a namespace or endpoint left behind would describe containers
 // that no longer exist; a network kept would have to be re-made in a host namespace that died
-// with the daemon. So HNS state lives as long as the daemon, as HCS state does (DESIGN.md, "The
-// emulator contract"): Close removes it, and a daemon starting on a root a dead one left
+// with the daemon. So HNS state lives as long as the daemon, as HCS state does (docs/emulator.md,
+// "The contract"): Close removes it, and a daemon starting on a root a dead one left
 // removes whatever Linux state that one left (hnsnet_linux.go).
 
 // hnsDataplane makes the objects real. Every method leaves nothing behind when it fails.
@@ -636,7 +636,7 @@ func (h *hnsState) validatePoliciesLocked(ep *hnsEndpoint, policies []hcn.Endpoi
 			onat = &ex
 		case hcn.ACL, hcn.QOS, hcn.L2Driver, hcn.SDNRoute, hcn.L4Proxy, hcn.L4WFPPROXY, hcn.PortName,
 			hcn.EncapOverhead, hcn.IOV, hcn.NetworkProviderAddress, hcn.NetworkInterfaceConstraint, hcn.TierAcl:
-			// Known to HNS; recorded, without effect in the emulator (see README).
+			// Known to HNS; recorded, without effect in the emulator (docs/emulator.md, "HNS").
 		default:
 			return hcnErrorf(computenetwork.HCN_E_INVALID_POLICY_TYPE, "%s.Type: %q is not an endpoint policy type", f, p.Type)
 		}

@@ -290,7 +290,7 @@ func (s *system) checkProcessIsolatedBuildLocked() error {
 	host, _ := parseOSBuild(s.e.cfg.OSVersion)
 	if !processIsolationRuns(host, b) {
 		// Windows says "The operating system of the container does not match the operating
-		// system of the host. (0xc0370101)" (reported by users; hyperv-facts.md §4) and names
+		// system of the host. (0xc0370101)" (reported by users; docs/notes/hyperv.md §4) and names
 		// no build; the emulator adds both.
 		return errorf(computecore.HCS_E_IMAGE_MISMATCH, "Container.Storage.Path: the operating system of the container (build %s) does not match the operating system of the host (build %s)", b.Version, host.Version)
 	}

@@ -15,7 +15,8 @@ import (
 // BenchmarkVMStart measures a utility VM from HcsCreateComputeSystem to Running (create, start:
 // budget, boot checks, the guest's C: mounted, the VM init in its namespaces and cgroup, the guest
 // connection) and reports the VM init's resident memory, the emulator's per-VM overhead. These are
-// emulator figures: a Windows utility VM boots a kernel and takes seconds (hyperv-facts.md §6).
+// emulator figures: a Windows utility VM boots a kernel and takes seconds (docs/notes/hyperv.md
+// §6).
 func BenchmarkVMStart(b *testing.B) {
 	testenv.RequireRoot(b, "namespaces, cgroups, mounts")
 	e, err := NewEngine(context.Background(), Config{Root: b.TempDir() + "/root", OSVersion: "10.0.20348.1"})

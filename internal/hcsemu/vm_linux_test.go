@@ -123,7 +123,7 @@ func newDisk(t *testing.T) string {
 
 const ctrl0 = "df6d0690-79e5-55b6-a5ec-c1e2f77f580a"
 
-// vmDocument is hcsshim's utility VM document (hyperv-facts.md §1) with a guest connection.
+// vmDocument is hcsshim's utility VM document (docs/notes/hyperv.md §1) with a guest connection.
 func vmDocument(layer, scratch string, memMB uint64, cpus uint32) string {
 	cs := schema2.ComputeSystem{
 		Owner: "test", SchemaVersion: &schema2.SchemaV21, ShouldTerminateOnLastHandleClosed: true,

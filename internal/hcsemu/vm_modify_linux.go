@@ -27,7 +27,7 @@ const (
 )
 
 // Win32 errors of modify requests. Assumptions: HCS documents none of these cases
-// (hyperv-facts.md §3, "NOT FOUND").
+// (docs/notes/hyperv.md §3, "Not found").
 const (
 	errShareInUse = errBusy     // removing something a container or mount still uses
 	errAbsent     = errNotFound // removing something that is not there

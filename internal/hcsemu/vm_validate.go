@@ -187,7 +187,7 @@ func validateDevices(d *schema2.Devices) error {
 }
 
 // errAlreadyExists is HRESULT_FROM_WIN32(ERROR_ALREADY_EXISTS). Assumption: the code HCS returns
-// for a duplicate share name or an occupied LUN is not documented (hyperv-facts.md §3).
+// for a duplicate share name or an occupied LUN is not documented (docs/notes/hyperv.md §3).
 const errAlreadyExists computecore.HRESULT = 0x800700B7
 
 // parseLUN checks a LUN key: a decimal number 0–63.

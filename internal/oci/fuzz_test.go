@@ -22,8 +22,8 @@ var fuzzAnnotationKeys = []string{
 	"example.com/unrelated",
 }
 
-// FuzzAnnotations translates a spec carrying two annotations with arbitrary values (DESIGN.md,
-// testing: fuzz targets for annotations). A value is either refused, as InvalidArgument naming
+// FuzzAnnotations translates a spec carrying two annotations with arbitrary values
+// (docs/testing.md, "Fuzzing"). A value is either refused, as InvalidArgument naming
 // an annotation it was given (or the processor fields it conflicts with), or it is in the
 // document: numbers land where hcsshim puts them, and the document encodes. The seed corpus is
 // in testdata/fuzz/FuzzAnnotations; run `go test -fuzz FuzzAnnotations ./internal/oci` to

@@ -47,7 +47,7 @@ func (i Isolation) String() string {
 
 // ChooseIsolation returns the isolation a task asks for and, for Hyper-V, what asked for it:
 // the spec's windows.hyperv section, the runtime options' sandbox_isolation (HYPERVISOR, set
-// per runtime handler), or the legacy pod annotation (DESIGN.md, isolation).
+// per runtime handler), or the legacy pod annotation (docs/architecture.md, "Isolation").
 func ChooseIsolation(s *specs.Spec, opts *options.Options) (_ Isolation, askedBy string) {
 	switch {
 	case s.Windows != nil && s.Windows.HyperV != nil:

@@ -97,9 +97,9 @@ type osVersioner interface {
 	HostOSVersion(ctx context.Context) (string, error)
 }
 
-// imageMismatch explains HCS's HCS_E_IMAGE_MISMATCH for a process-isolated container, whose
-// message ("The operating system of the container does not match the operating system of the
-// host.", hyperv-facts.md §4) names no build: the host's build, the rule, and the two ways out.
+// imageMismatch explains HCS's HCS_E_IMAGE_MISMATCH for a process-isolated container, whose message
+// ("The operating system of the container does not match the operating system of the host.",
+// docs/notes/hyperv.md §4) names no build: the host's build, the rule, and the two ways out.
 func (s *service) imageMismatch(ctx context.Context, id string, err error) error {
 	host := "unknown"
 	if v, ok := s.deps.Host.(osVersioner); ok {

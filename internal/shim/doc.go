@@ -3,7 +3,7 @@
 // live in internal/shim/task, behind methods the service calls; the service never locks a
 // process or sets its state. It drives compute systems through internal/hcs, mounts layers
 // through internal/layers and translates specs through internal/oci. It imports nothing above
-// it (see DESIGN.md).
+// it (docs/architecture.md, "Import rules").
 //
 // Layout, after containerd's runc shim:
 //
@@ -32,7 +32,8 @@
 //   - stdio/: containerd's side of a process's stdio (FIFOs, named pipes, file://, binary://)
 //     and the relay that drains it.
 //
-// Rules kept here (DESIGN.md, robustness): no lock is held across an HCS call; every HCS call
-// has a context deadline; State, Pids and Connect answer within a second even when HCS is
-// stuck; exactly one TaskExit per process, published after its stdio was drained.
+// Rules kept here (docs/architecture.md, "Robustness rules"): no lock is held across an HCS
+// call; every HCS call has a context deadline; State, Pids and Connect answer within a second
+// even when HCS is stuck; exactly one TaskExit per process, published after its stdio was
+// drained.
 package shim

@@ -26,7 +26,7 @@ func TestPipeAddress(t *testing.T) {
 	}
 	for _, tc := range tests {
 		if got := pipeAddress(tc.namespace, tc.group); got != tc.want {
-			t.Errorf("pipeAddress(%q, %q) = %s, want %s (hcsshim's name, DESIGN.md)", tc.namespace, tc.group, got, tc.want)
+			t.Errorf("pipeAddress(%q, %q) = %s, want %s (hcsshim's name, docs/architecture.md)", tc.namespace, tc.group, got, tc.want)
 		}
 	}
 }

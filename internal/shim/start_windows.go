@@ -16,7 +16,8 @@ import (
 // this one's child until then.
 func defaultLauncher() launcher { return launcher{start: (*exec.Cmd).Start} }
 
-// pipeAddress is the shim's named pipe (DESIGN.md, wire compatibility; the name hcsshim uses).
+// pipeAddress is the shim's named pipe (docs/architecture.md, "Wire compatibility"; the name
+// hcsshim uses).
 func pipeAddress(namespace, group string) string {
 	return fmt.Sprintf(`\\.\pipe\ProtectedPrefix\Administrators\containerd-shim-%s-%s-pipe`, namespace, group)
 }

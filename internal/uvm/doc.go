@@ -1,7 +1,7 @@
 // Package uvm owns a Hyper-V isolated pod's utility VM: its HCS document, its lifetime and the
 // resources that containers hosted in it borrow from it. It follows hcsshim's WCOW utility VM
 // (internal/uvm in Microsoft's hcsshim) over the HCS-mediated guest channel that Microsoft's
-// schema reference documents (DESIGN.md, "Isolation"; ../shared/notes/hyperv-facts.md §1–§3).
+// schema reference documents (docs/architecture.md, "Isolation"; docs/notes/hyperv.md §1–§3).
 //
 // # Lifecycle
 //

@@ -219,11 +219,10 @@ func splitWindows(p string) []string {
 // BootFiles is the folder shared as "os": the boot layer's UtilityVM/Files.
 func (o *Options) BootFiles() string { return filepath.Join(o.BootLayer, utilityVMDir, "Files") }
 
-// Document is the VM's HCS document: hcsshim's WCOW document (create_wcow.go
-// prepareCommonConfigDoc and prepareConfigDoc; notes §1), with a GuestConnection, because this
-// shim talks to the guest through HCS (DESIGN.md, "Isolation"; VirtDocs VirtualMachine:
-// "If specified, the virtual machine start will wait until a guest connection is
-// established").
+// Document is the VM's HCS document: hcsshim's WCOW document (create_wcow.go prepareCommonConfigDoc
+// and prepareConfigDoc; docs/notes/hyperv.md §1), with a GuestConnection, because this shim talks
+// to the guest through HCS (docs/architecture.md, "Isolation"; VirtDocs VirtualMachine: "If
+// specified, the virtual machine start will wait until a guest connection is established").
 func (o *Options) Document() *schema2.ComputeSystem {
 	devices := &schema2.Devices{
 		Scsi: map[string]schema2.Scsi{SCSIController: {Attachments: map[string]schema2.Attachment{}}},

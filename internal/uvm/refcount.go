@@ -5,7 +5,7 @@ import "sync"
 // refs is a table of reference-counted resources of one VM, keyed by K. Its mutex guards the
 // table only; the HCS calls that add and remove a resource are made without it: the entry is
 // marked pending first, and a concurrent user of the same key waits for the call to end and
-// looks again (no lock held across an HCS call; DESIGN.md, robustness).
+// looks again (no lock held across an HCS call; docs/architecture.md, "Robustness rules").
 type refs[K comparable, V any] struct {
 	mu sync.Mutex
 	m  map[K]*ref[V]

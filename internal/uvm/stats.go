@@ -53,7 +53,7 @@ func (vm *VM) Stats(ctx context.Context) (*stats.VirtualMachineStatistics, error
 
 // Resize sets the VM's memory (MB, rounded up to even as at creation) and processor limits:
 // the sandbox task's Update (hcsshim's internal/uvm/update_uvm.go; the memory request has no
-// RequestType, as hcsshim sends it, notes §8).
+// RequestType, as hcsshim sends it, docs/notes/hyperv.md §3).
 func (vm *VM) Resize(ctx context.Context, memoryMB uint64, limits *schema2.ProcessorLimits) error {
 	if memoryMB > 0 {
 		if err := vm.add(ctx, &schema2.ModifySettingRequest{

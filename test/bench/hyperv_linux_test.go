@@ -22,14 +22,14 @@ import (
 	"github.com/openhcs/runhcs/test/image"
 )
 
-// BenchmarkHyperVPod measures, under the emulator, a pod's start to its first output: its
-// sandbox task started (for a Hyper-V pod, its utility VM created and booted through the shim,
-// internal/uvm and hcsemu; for a process-isolated pod, its pause container), then a container
-// of the pod created and started, to the first byte of its stdout — a Hyper-V pod beside a
-// process-isolated one, interleaved A/B for b.N rounds (run with -benchtime=30x or more), with
-// the resident memory of the emulated VM's init process; it prints p50 and p90. These are
-// emulator figures: a VM here is namespaces and a cgroup, not Hyper-V (kata-containers gates
-// its CI at about 0.71 s to the workload; a Windows utility VM takes seconds, notes §6).
+// BenchmarkHyperVPod measures, under the emulator, a pod's start to its first output: its sandbox
+// task started (for a Hyper-V pod, its utility VM created and booted through the shim, internal/uvm
+// and hcsemu; for a process-isolated pod, its pause container), then a container of the pod created
+// and started, to the first byte of its stdout — a Hyper-V pod beside a process-isolated one,
+// interleaved A/B for b.N rounds (run with -benchtime=30x or more), with the resident memory of the
+// emulated VM's init process; it prints p50 and p90. These are emulator figures: a VM here is
+// namespaces and a cgroup, not Hyper-V (kata-containers gates its CI at about 0.71 s to the
+// workload; a Windows utility VM takes seconds, docs/notes/hyperv.md §6, §7).
 func BenchmarkHyperVPod(b *testing.B) {
 	harness.RequireRoot(b)
 	env := harness.Start(b, harness.Options{Containerd: "2"})

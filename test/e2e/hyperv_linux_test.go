@@ -26,7 +26,7 @@ import (
 )
 
 // Builds of the Hyper-V suite (Microsoft's version-compatibility table, in
-// ../shared/notes/hyperv-facts.md §4): a Windows Server 2025 host runs 2019 and 2022 images in
+// docs/notes/hyperv.md §4): a Windows Server 2025 host runs 2019 and 2022 images in
 // Hyper-V isolation, but only 2025 and 2022 images in process isolation; an image newer than the
 // utility VM (booted from the 2025 pause image) does not run in it.
 const (

@@ -78,10 +78,10 @@ func TestImageLayers(t *testing.T) {
 }
 
 // TestImportThroughTransferService imports with containerd 2.x's ctr, whose `image import` goes
-// through the daemon's transfer service, also into containerd 1.7: the README recommends 2.x's
-// ctr against both, and the transfer service unpacks only with an unpack_config entry for the
-// image's platform (without one, 1.7 answers "no unpack platforms defined"). The container then
-// runs from the layers that the service unpacked into the wcow snapshotter.
+// through the daemon's transfer service, also into containerd 1.7: docs/getting-started.md
+// recommends 2.x's ctr against both, and the transfer service unpacks only with an unpack_config
+// entry for the image's platform (without one, 1.7 answers "no unpack platforms defined"). The
+// container then runs from the layers that the service unpacked into the wcow snapshotter.
 func TestImportThroughTransferService(t *testing.T) {
 	env := harness.Start(t, harness.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -23,10 +23,10 @@ const SandboxImage = "registry.k8s.io/pause:3.10.2"
 // q quotes s as a TOML literal string: no escapes in Windows paths and pipe names.
 func q(s string) string { return "'" + s + "'" }
 
-// ContainerdConfig is the node's containerd configuration: the one the README recommends for
-// Windows, with the node's folders, for containerd 2.x or 1.7. runhcs is the default handler
-// (runhcs-wcow-process, process isolation) and runhcs-wcow-hypervisor is the Hyper-V handler
-// (SandboxIsolation = 1), the handler names of containerd's Windows defaults.
+// ContainerdConfig is the node's containerd configuration: the one docs/install-windows.md
+// recommends for Windows, with the node's folders, for containerd 2.x or 1.7. runhcs is the default
+// handler (runhcs-wcow-process, process isolation) and runhcs-wcow-hypervisor is the Hyper-V
+// handler (SandboxIsolation = 1), the handler names of containerd's Windows defaults.
 func ContainerdConfig(o ConfigOptions) string {
 	var b strings.Builder
 	version := 3

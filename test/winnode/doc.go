@@ -11,8 +11,7 @@
 //	winnode down --root DIR                                            stop it, leave nothing
 //	winnode run  --root DIR -- PROGRAM ARGS…                           run a program inside the node
 //
-// hack/winnode.sh builds what the node needs and calls this command; see the README's "An
-// emulated Windows node".
+// hack/winnode.sh builds what the node needs and calls this command; see docs/winnode.md.
 //
 // Process model: `up` starts `winnode serve` detached (its own session) and waits until it
 // reports ready in DIR/node.env, or fails. serve owns every part: hcsemu (a child, in the

@@ -316,7 +316,7 @@ func (n *node) relayHCSEmu() error {
 
 // network makes the node's HNS network (an L2Bridge, as win-bridge wants it) and the CNI
 // configuration containerd's CRI reads: win-bridge in its ApiVersion 2 mode (HCN namespaces,
-// containerd's order of calls; the README's "Networking under the emulator").
+// containerd's order of calls; docs/emulator.md, "HNS").
 func (n *node) network(ctx context.Context) error {
 	api, err := client.DialHNS(n.path("hcsemu.sock"))
 	if err != nil {

@@ -14,7 +14,7 @@
  * for an unmapped folder is not documented, and either reaches the same path in containerd.
  * BfGetMappings refuses with E_NOTIMPL (its answer's layout is not documented either).
  * Making the mappings for real (a bind mount of hcsemu's volume or folder onto the folder) is
- * not done: README's status table.
+ * not done: docs/status.md, "Windows layers".
  */
 #include <windows.h>
 

@@ -303,8 +303,8 @@ func (u *uvmHost) CreateComputeSystem(ctx context.Context, id string, document a
 
 // hostedSystem is a hosted container's compute system, which also ends when its VM does: HCS
 // reports the VM's exit to its hosted systems, and if that report is lost the VM's own exit
-// still ends the container's processes (DESIGN.md: when a utility VM dies, every task in it
-// gets one TaskExit).
+// still ends the container's processes (docs/architecture.md, "Robustness rules": when a
+// utility VM dies, every task in it gets one TaskExit).
 type hostedSystem struct {
 	System
 	vm *uvm.VM

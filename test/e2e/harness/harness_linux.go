@@ -355,8 +355,8 @@ func (e *Env) ImportImage(ctx context.Context, path string) error {
 }
 
 // ImportImageTransfer imports like ImportImage but with containerd 2.x's ctr (RunCtr), whose
-// `image import` goes through the daemon's transfer service and so its unpack_config, for
-// either daemon version: what the README recommends for running Windows images on Linux.
+// `image import` goes through the daemon's transfer service and so its unpack_config, for either
+// daemon version: what docs/getting-started.md recommends for running Windows images on Linux.
 func (e *Env) ImportImageTransfer(ctx context.Context, path string) error {
 	_, stderr, err := e.ctr(ctx, e.Bin.RunCtr, nil, "image", "import", "--platform", Platform, "--snapshotter", Snapshotter, path)
 	if err != nil {
