@@ -1,5 +1,5 @@
-# runhcs — see README.md. Every target is a thin wrapper over go or a hack/ script, so the same
-# commands work without make.
+# runhcs — see README.md and CONTRIBUTING.md. Every target is a thin wrapper over go or a hack/
+# script, so the same commands work without make.
 
 GO ?= go
 BIN := bin
@@ -53,7 +53,7 @@ test-winnode-2 test-winnode-1.7: test-winnode-%:
 demo:
 	bash hack/demo.sh
 
-## lint: gofmt, go vet (linux and windows), staticcheck, shellcheck
+## lint: gofmt, go vet (linux and windows), staticcheck, shellcheck, the docs' links (hack/doccheck)
 lint:
 	bash hack/lint.sh
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hack/lint.sh checks formatting (gofmt), runs go vet for Linux and Windows (amd64 and arm64),
-# staticcheck (pinned in tools/lint) for Linux and Windows, and shellcheck (the Debian package)
-# on every shell script, following the files they source (-x).
+# staticcheck (pinned in tools/lint) for Linux and Windows, shellcheck (the Debian package)
+# on every shell script, following the files they source (-x), and hack/doccheck: every relative
+# link and #anchor in README.md, CONTRIBUTING.md and docs/ resolves.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +21,9 @@ for target in linux/amd64 windows/amd64 windows/arm64; do
 	echo "lint: go vet ${target}" >&2
 	GOOS="${target%/*}" GOARCH="${target#*/}" go vet ./... || status=1
 done
+
+echo "lint: documentation links (hack/doccheck)" >&2
+go run ./hack/doccheck || status=1
 
 echo "lint: shellcheck" >&2
 if command -v shellcheck >/dev/null; then
