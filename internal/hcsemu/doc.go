@@ -135,7 +135,7 @@
 //	MappedVirtualDisk Add/Remove {ContainerPath, Lun}: mounts the disk attached at controller 0
 //	  (the only controller, or the one keyed "0" or hcsshim's first controller GUID), LUN Lun,
 //	  at the guest path ContainerPath (C:\…): the Files/ of the disk's file system folder
-//	  (wire.VHDXHeader.FileSystem; the Linux snapshotter's sandbox.vhdx names its own folder, so
+//	  (emuvhdx.Header.FileSystem; the Linux snapshotter's sandbox.vhdx names its own folder, so
 //	  a container's scratch snapshot is attached as hcsshim attaches <scratch>\sandbox.vhdx).
 //	CombinedLayers Add/Remove {ContainerRootPath, Layers}: ContainerRootPath must be a mapped
 //	  virtual disk's path, each Layers[].Path a live VSMB share path (schema2.VSMBGuestPath) of
