@@ -1,12 +1,10 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +16,7 @@ import (
 	"github.com/containerd/platforms"
 
 	"github.com/openhcs/runhcs/protocols/options"
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
 
@@ -110,7 +108,7 @@ func BenchmarkHyperVPod(b *testing.B) {
 		d := time.Since(t0)
 		var rss int64
 		if hv {
-			if rss, err = vmInitRSS(env.Root); err != nil {
+			if rss, err = vmInitRSS(env); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -174,36 +172,11 @@ func (f *firstWrite) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// vmInitRSS is the VmRSS (KiB) of the one utility VM init (hcsemu-vm-init) that the hcsemu
-// daemon under root runs.
-func vmInitRSS(root string) (int64, error) {
-	daemons := findProcesses(root, "hcsemu", func([]string) bool { return true })
-	if len(daemons) != 1 {
-		return 0, fmt.Errorf("hcsemu under %s: %d processes, want 1", root, len(daemons))
-	}
-	entries, _ := os.ReadDir("/proc")
-	var inits []int
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
-		if err != nil || strings.TrimRight(string(cmd), "\x00") != "hcsemu-vm-init" {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: the fields after the last ')'.
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(daemons[0]) {
-			inits = append(inits, pid)
-		}
-	}
+// vmInitRSS is the VmRSS (KiB) of the one utility VM init that the environment's hcsemu runs.
+func vmInitRSS(env *harness.Env) (int64, error) {
+	inits := env.VMInitProcesses()
 	if len(inits) != 1 {
-		return 0, fmt.Errorf("VM inits of hcsemu %d: %v, want 1", daemons[0], inits)
+		return 0, fmt.Errorf("VM inits of the hcsemu under %s: %v, want 1", env.Root, inits)
 	}
 	return vmRSS(inits[0])
 }

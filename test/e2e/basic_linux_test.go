@@ -11,7 +11,7 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/platforms"
 
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
 

@@ -9,5 +9,5 @@
 // daemon's HNS over a connection of its own; NewHNS and DialHNS find it the same way.
 //
 // It imports computecore and computenetwork (the APIs it implements) and wire, nothing above
-// them; only internal/hcs, internal/hns, the emulator's tests and the e2e harness import it.
+// them; only internal/hcs, internal/hns, the emulator's tests and the test harness (test/harness) import it.
 package client
