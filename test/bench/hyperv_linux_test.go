@@ -13,7 +13,6 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
-	"github.com/containerd/platforms"
 
 	"github.com/openhcs/runhcs/protocols/options"
 	"github.com/openhcs/runhcs/test/harness"
@@ -33,21 +32,17 @@ func BenchmarkHyperVPod(b *testing.B) {
 	env := harness.Start(b, harness.Options{Containerd: "2"})
 	ctx := harness.Context(context.Background())
 	client := env.Client(b)
-	img, err := client.GetImage(ctx, env.Image)
+	img, err := harness.WindowsImage(ctx, client, env.Image)
 	if err != nil {
 		b.Fatal(err)
 	}
-	img = containerd.NewImageWithPlatform(client, img.Metadata(), platforms.Only(platforms.MustParse(harness.Platform)))
 	fifo := filepath.Join(env.Root, "fifo")
 
 	// start creates and starts container id of pod, and returns its task, a channel of its
 	// exit and a channel closed at its first output.
 	start := func(ctx context.Context, pod, id, kind string, ropts any, args ...string) (containerd.Task, <-chan containerd.ExitStatus, <-chan struct{}, error) {
-		c, err := client.NewContainer(ctx, id, containerd.WithImage(img), containerd.WithSnapshotter(harness.Snapshotter),
-			containerd.WithNewSnapshot(id+"-rootfs", img), containerd.WithRuntime(harness.Runtime, ropts),
-			containerd.WithNewSpec(oci.WithDefaultSpecForPlatform(harness.Platform),
-				oci.WithImageConfigArgs(img, append([]string{image.WorkloadPath}, args...)),
-				oci.WithAnnotations(map[string]string{"io.kubernetes.cri.sandbox-id": pod, "io.kubernetes.cri.container-type": kind})))
+		c, err := harness.NewContainer(ctx, client, id, img, append([]string{image.WorkloadPath}, args...),
+			[]oci.SpecOpts{oci.WithAnnotations(map[string]string{"io.kubernetes.cri.sandbox-id": pod, "io.kubernetes.cri.container-type": kind})}, ropts)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -21,7 +21,6 @@ import (
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
-	"github.com/containerd/platforms"
 	"github.com/containerd/typeurl/v2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -851,11 +850,10 @@ func setPath(m map[string]any, path string, v any) {
 
 func testBadSpec(ctx context.Context, t *testing.T, env *harness.Env) {
 	client := env.Client(t)
-	img, err := client.GetImage(ctx, env.Image)
+	img, err := harness.WindowsImage(ctx, client, env.Image)
 	if err != nil {
 		t.Fatal(err)
 	}
-	img = containerd.NewImageWithPlatform(client, img.Metadata(), platforms.Only(platforms.MustParse(harness.Platform)))
 	tests := []struct {
 		name  string
 		set   map[string]any // dotted spec path → value

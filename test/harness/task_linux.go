@@ -26,7 +26,6 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
-	"github.com/containerd/platforms"
 
 	"github.com/openhcs/runhcs/internal/hcs"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
@@ -131,34 +130,17 @@ func (e *Env) StartTask(ctx context.Context, t testing.TB, r TaskRun) (*Task, er
 	t.Helper()
 	ctx = Context(ctx)
 	client := e.Client(t)
-	ref := r.Image
-	if ref == "" {
-		ref = e.Image
-	}
-	img, err := client.GetImage(ctx, ref)
+	img, err := e.windowsImage(ctx, client, r.Image)
 	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", ref, err)
+		return nil, err
 	}
-	img = containerd.NewImageWithPlatform(client, img.Metadata(), platforms.Only(platforms.MustParse(Platform)))
-	specOpts := []oci.SpecOpts{oci.WithDefaultSpecForPlatform(Platform)}
-	if len(r.Args) > 0 {
-		specOpts = append(specOpts, oci.WithImageConfigArgs(img, r.Args))
-	} else {
-		specOpts = append(specOpts, oci.WithImageConfig(img))
-	}
+	var specOpts []oci.SpecOpts
 	if r.Terminal {
 		specOpts = append(specOpts, oci.WithTTY)
 	}
-	specOpts = append(specOpts, r.SpecOpts...)
-	c, err := client.NewContainer(ctx, r.ID,
-		containerd.WithImage(img),
-		containerd.WithSnapshotter(Snapshotter),
-		containerd.WithNewSnapshot(r.ID+"-rootfs", img),
-		containerd.WithRuntime(Runtime, r.RuntimeOptions),
-		containerd.WithNewSpec(specOpts...),
-	)
+	c, err := NewContainer(ctx, client, r.ID, img, r.Args, append(specOpts, r.SpecOpts...), r.RuntimeOptions)
 	if err != nil {
-		return nil, fmt.Errorf("create container %s: %w", r.ID, err)
+		return nil, err
 	}
 	t.Cleanup(func() { e.removeContainer(t, r.ID) })
 

@@ -18,7 +18,6 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
-	"github.com/containerd/platforms"
 
 	emuclient "github.com/openhcs/runhcs/internal/hcsemu/client"
 	"github.com/openhcs/runhcs/internal/hcsemu/layout"
@@ -66,11 +65,9 @@ func (s *soak) hvImage(ctx context.Context) (containerd.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	got, err := client.GetImage(ctx, def.Name)
-	if err != nil {
+	if img, err = harness.WindowsImage(ctx, client, def.Name); err != nil {
 		return nil, err
 	}
-	img = containerd.NewImageWithPlatform(client, got.Metadata(), platforms.Only(platforms.MustParse(harness.Platform)))
 	s.mu.Lock()
 	s.hvImg = img
 	s.mu.Unlock()
@@ -88,18 +85,8 @@ func (s *soak) hvContainer(ctx context.Context, pod, id, kind string, args []str
 	if err != nil {
 		return nil, err
 	}
-	cfg := oci.WithImageConfig(img)
-	if args != nil {
-		cfg = oci.WithImageConfigArgs(img, args)
-	}
-	return client.NewContainer(ctx, id,
-		containerd.WithImage(img),
-		containerd.WithSnapshotter(harness.Snapshotter),
-		containerd.WithNewSnapshot(id+"-rootfs", img),
-		containerd.WithRuntime(harness.Runtime, hvOptions),
-		containerd.WithNewSpec(oci.WithDefaultSpecForPlatform(harness.Platform), cfg,
-			oci.WithAnnotations(map[string]string{annotationSandboxID: pod, annotationContainerType: kind})),
-	)
+	return harness.NewContainer(ctx, client, id, img, args,
+		[]oci.SpecOpts{oci.WithAnnotations(map[string]string{annotationSandboxID: pod, annotationContainerType: kind})}, hvOptions)
 }
 
 // startPod creates and starts the sandbox of pod: its VM runs when this returns.

@@ -16,9 +16,7 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
-	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
-	"github.com/containerd/platforms"
 
 	"github.com/openhcs/runhcs/internal/shim/task"
 	"github.com/openhcs/runhcs/test/harness"
@@ -198,13 +196,12 @@ func (s *soak) cl(ctx context.Context) (*containerd.Client, containerd.Image, er
 	if err != nil {
 		return nil, nil, err
 	}
-	img, err := c.GetImage(ctx, s.env.Image)
+	img, err := harness.WindowsImage(ctx, c, s.env.Image)
 	if err != nil {
 		c.Close()
 		return nil, nil, err
 	}
-	s.client = c
-	s.img = containerd.NewImageWithPlatform(c, img.Metadata(), platforms.Only(platforms.MustParse(harness.Platform)))
+	s.client, s.img = c, img
 	return s.client, s.img, nil
 }
 
@@ -236,13 +233,7 @@ func (s *soak) newContainer(ctx context.Context, id string, args ...string) (con
 	if err != nil {
 		return nil, err
 	}
-	return client.NewContainer(ctx, id,
-		containerd.WithImage(img),
-		containerd.WithSnapshotter(harness.Snapshotter),
-		containerd.WithNewSnapshot(id+"-rootfs", img),
-		containerd.WithRuntime(harness.Runtime, nil),
-		containerd.WithNewSpec(oci.WithDefaultSpecForPlatform(harness.Platform), oci.WithImageConfigArgs(img, args)),
-	)
+	return harness.NewContainer(ctx, client, id, img, args, nil, nil)
 }
 
 func (s *soak) fifoDir() string { return filepath.Join(s.env.Root, "fifo") }
