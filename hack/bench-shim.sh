@@ -5,8 +5,8 @@
 # exec latency into a running task; and the serving shim's RSS after start.
 #
 # It runs the compare sub-benchmark of test/bench's BenchmarkShim (see test/bench/doc.go, which
-# also lists what differs between the two sides) in the e2e harness (hcsemu, the wcow snapshotter
-# and the pinned containerd 2.x under a temporary root): $ROUNDS interleaved rounds (default 50,
+# also lists what differs between the two sides) in the shared test harness, test/harness
+# (hcsemu, the wcow snapshotter and the pinned containerd 2.x under a temporary root): $ROUNDS interleaved rounds (default 50,
 # about 20 s after the first build). The runc side is containerd-shim-runc-v2 built from the
 # containerd pinned in tools/go.mod, into the tools cache as hack/tools.sh builds its tools, and
 # Debian's runc (installed with apt-get if missing). Both sides run the same static workload

@@ -3,7 +3,7 @@
 # hcsemu) and a pinned containerd, then starts hcsemu, the snapshotter and a private containerd
 # under a temporary root, imports a Windows-format test image, runs it with `ctr run`, prints its
 # output and tears everything down. Nothing is left running or mounted, also when interrupted:
-# the demo program (test/e2e/cmd/demo) cleans up on exit, Ctrl-C and SIGTERM.
+# the demo program (test/cmd/demo) cleans up on exit, Ctrl-C and SIGTERM.
 #
 #   hack/demo.sh [-containerd 1.7] [-show-logs] [-- COMMAND ARGS…]
 #   e.g. hack/demo.sh -- 'C:\workload\workload.exe' env PATH
@@ -34,7 +34,7 @@ else
 fi
 mkdir -p bin
 go build -o bin/ ./cmd/containerd-shim-runhcs-v1 ./cmd/containerd-wcow-snapshotter ./cmd/hcsemu
-go build -o bin/runhcs-demo ./test/e2e/cmd/demo
+go build -o bin/runhcs-demo ./test/cmd/demo
 
 # exec: the demo program gets the signals directly and is the one that cleans up.
 RUNHCS_BIN="${ROOT}/bin" exec "${ROOT}/bin/runhcs-demo" "$@"

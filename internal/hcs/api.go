@@ -15,7 +15,7 @@ import (
 // Client is a user of the Host Compute Service through one source of computecore.API. It is
 // safe for concurrent use; Systems and Processes keep the Client (and the API) they were
 // opened with. There is no package-level API: the shim makes one Client at start-up, and tests
-// and the e2e harness make their own.
+// and the test harness (test/harness) make their own.
 type Client struct {
 	// newAPI makes the API on first use, and again after a disconnection; nil for a Client
 	// of a fixed API (NewClient).
@@ -26,7 +26,7 @@ type Client struct {
 }
 
 // NewClient returns a Client that makes every call through api (a fake in unit tests, a
-// connection of its own in the e2e harness). It never replaces api.
+// connection of its own in the test harness). It never replaces api.
 func NewClient(api computecore.API) *Client { return &Client{cur: api} }
 
 // NewHostClient returns a Client of this host's HCS: computecore.dll on Windows, the hcsemu

@@ -17,10 +17,10 @@
 //
 // Calls go through a Client, which its user makes and passes on; the package keeps no API of
 // its own. NewClient wraps a given computecore.API (a fake in unit tests, a connection of the
-// e2e harness's). NewHostClient makes this host's API lazily with newAPI, and this package is
-// where the implementation is chosen: computecore.New (the computecore.dll bindings) on Windows,
-// the hcsemu daemon's client (internal/hcsemu/client) elsewhere, so that internal/computecore
-// stays the bare API surface. A System or Process keeps the Client it was opened with. The
-// package imports computecore, schema2 and, off Windows, the emulator's client; nothing above
-// them.
+// test harness's, test/harness). NewHostClient makes this host's API lazily with newAPI, and
+// this package is where the implementation is chosen: computecore.New (the computecore.dll
+// bindings) on Windows, the hcsemu daemon's client (internal/hcsemu/client) elsewhere, so that
+// internal/computecore stays the bare API surface. A System or Process keeps the Client it was
+// opened with. The package imports computecore, schema2 and, off Windows, the emulator's client;
+// nothing above them.
 package hcs

@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"github.com/containerd/log"
+
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 )
 
-// The cgroup v1 controllers each compute system gets a group in. The freezer pauses it and is
-// also how a system is killed as a whole; cpuacct, memory and blkio account it; cpu and memory
-// limit it; pids lists it.
-var cgroupControllers = []string{"cpu", "cpuacct", "memory", "freezer", "pids", "blkio"}
+// The cgroup v1 controllers each compute system gets a group in (package layout says which and
+// why; the test harness's leak checks look there too).
+var cgroupControllers = layout.CgroupControllers()
 
 // cfsPeriodUs is the CFS period the processor limits are expressed against (the kernel's default).
 const cfsPeriodUs = 100000
@@ -36,7 +37,7 @@ type cgroupManager struct {
 }
 
 func newCgroupManager(ctx context.Context, mountRoot, instance string) (*cgroupManager, error) {
-	m := &cgroupManager{mountRoot: mountRoot, base: filepath.Join("hcsemu", instance), home: map[string]string{}}
+	m := &cgroupManager{mountRoot: mountRoot, base: layout.CgroupBase(instance), home: map[string]string{}}
 	self, err := readProcCgroups("/proc/self/cgroup")
 	if err != nil {
 		return nil, err

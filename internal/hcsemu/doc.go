@@ -6,7 +6,11 @@
 // leaf package internal/hcsemu/wire, which both import. internal/hcs chooses the client.
 //
 // It imports computecore and computenetwork (HRESULTs, event types), internal/hcs/schema2 and
-// internal/hns/hcn (the documents) and wire; nothing above those. Files:
+// internal/hns/hcn (the documents), wire, and the leaves internal/wclayer (the layer format of
+// ImportLayer and ExportLayer), internal/winargs (Windows command lines), internal/atomicfile
+// (its records), internal/emuvhdx (the emulated VHDX) and internal/hcsemu/layout (where its
+// cgroups, network namespaces and VM inits live); nothing above those (internal/layering's
+// TestImportRules checks it). Files:
 //
 //   - validate.go: documents decoded strictly against schema2 (unknown or mistyped fields are
 //     HCS_E_INVALID_JSON naming the field's path; out-of-range numbers E_INVALIDARG), and the
@@ -135,7 +139,7 @@
 //	MappedVirtualDisk Add/Remove {ContainerPath, Lun}: mounts the disk attached at controller 0
 //	  (the only controller, or the one keyed "0" or hcsshim's first controller GUID), LUN Lun,
 //	  at the guest path ContainerPath (C:\…): the Files/ of the disk's file system folder
-//	  (wire.VHDXHeader.FileSystem; the Linux snapshotter's sandbox.vhdx names its own folder, so
+//	  (emuvhdx.Header.FileSystem; the Linux snapshotter's sandbox.vhdx names its own folder, so
 //	  a container's scratch snapshot is attached as hcsshim attaches <scratch>\sandbox.vhdx).
 //	CombinedLayers Add/Remove {ContainerRootPath, Layers}: ContainerRootPath must be a mapped
 //	  virtual disk's path, each Layers[].Path a live VSMB share path (schema2.VSMBGuestPath) of

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -121,7 +122,7 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		lock.Close()
 		return nil, err
 	}
-	instance := instanceOf(canonical)
+	instance := layout.Instance(canonical)
 	sweepDeadInstances(ctx, cfg.CgroupRoot, "/proc", instance)
 	// Mapped pipes' sockets a dead daemon of this root left (pipes_linux.go): system
 	// instances start again from 1, and a stale socket would refuse its name.

@@ -19,6 +19,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
@@ -46,10 +47,10 @@ type linuxNet struct {
 }
 
 // HostNetnsPath is the file of the emulated host's network namespace of the daemon using root.
-func HostNetnsPath(root string) string { return filepath.Join(root, "netns", "host") }
+func HostNetnsPath(root string) string { return layout.HostNetns(root) }
 
 func newLinuxNet(ctx context.Context, root string) (_ *linuxNet, retErr error) {
-	dir := filepath.Join(root, "netns")
+	dir := layout.NetnsDir(root)
 	// A daemon that died left its namespaces mounted (its processes died with it); remove
 	// them before anything else, so the new daemon starts clean (see hns.go: clean, not
 	// persist).
@@ -57,7 +58,7 @@ func newLinuxNet(ctx context.Context, root string) (_ *linuxNet, retErr error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	l := &linuxNet{dir: dir, hostPath: filepath.Join(dir, "host")}
+	l := &linuxNet{dir: dir, hostPath: layout.HostNetns(root)}
 	if p, err := exec.LookPath("nft"); err == nil {
 		l.nft = p
 	}
@@ -262,7 +263,7 @@ func (l *linuxNet) delNetwork(n *hnsNetwork) error {
 }
 
 func (l *linuxNet) addNamespace(ns *hnsNamespace) error {
-	p := filepath.Join(l.dir, ns.doc.Id)
+	p := filepath.Join(l.dir, ns.doc.Id) // layout.NamespaceNetns
 	if err := newNetnsFile(p); err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/computecore"
-	"github.com/openhcs/runhcs/internal/hcsemu/wire"
+	"github.com/openhcs/runhcs/internal/emuvhdx"
 )
 
 // The storage filter's portable half: volume paths, NameToGuid and the emulated VHDX files. The
@@ -55,24 +55,24 @@ func nameToGUID(name string) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
 
-// The emulated VHDX (wire/vhdx.go). A scratch layer's disk is a file named like Windows'
+// The emulated VHDX (package internal/emuvhdx). A scratch layer's disk is a file named like Windows'
 // (sandbox.vhdx, copied from a base layer's blank.vhdx as containerd does) that holds a small JSON
 // header; the file system on it is the folder beside it with the suffix vhdxFSSuffix (created
 // when the disk is first attached), or the folder its header names, whose Files/ is the volume's
 // root and work/ overlayfs's work folder. Copying a file without a named folder therefore copies
 // an empty disk, as copying Windows' differencing template does.
 const (
-	vhdxFSSuffix = wire.VHDXFSSuffix
+	vhdxFSSuffix = emuvhdx.FSSuffix
 	// defaultVHDXSize is the size of the scratch template ProcessBaseImage makes: 20 GB, the
 	// default size of a Windows container's scratch (hcsshim, containerd's windows snapshotter).
 	defaultVHDXSize = 20 << 30
-	vhdxMagic       = wire.VHDXFormat
+	vhdxMagic       = emuvhdx.Format
 )
 
-type vhdxHeader = wire.VHDXHeader
+type vhdxHeader = emuvhdx.Header
 
 func writeVHDX(path string, size uint64) error {
-	return atomicfile.WriteFile(path, wire.EncodeVHDX(size, ""), 0o644)
+	return atomicfile.WriteFile(path, emuvhdx.Encode(size, ""), 0o644)
 }
 
 // vhdxFileSystem reads the emulated VHDX at path and returns the folder of its file system.

@@ -44,7 +44,7 @@ type activeLayer struct {
 	GUID string `json:"guid"`
 	// Disk is the scratch disk (sandbox.vhdx) attached at activation; "" for a folder layer.
 	Disk string `json:"disk,omitempty"`
-	// DiskFS is the folder of Disk's file system (wire.VHDXHeader.FileSystem); "" in records
+	// DiskFS is the folder of Disk's file system (emuvhdx.Header.FileSystem); "" in records
 	// of older daemons: Disk + vhdxFSSuffix.
 	DiskFS   string   `json:"diskFS,omitempty"`
 	Prepared bool     `json:"prepared,omitempty"`

@@ -2,13 +2,13 @@ package hcsemu
 
 import (
 	"context"
-	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/containerd/log"
+
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 )
 
 // The cgroups of dead daemons. A daemon removes its folders /sys/fs/cgroup/<controller>/
@@ -19,7 +19,7 @@ import (
 // every other instance no live daemon owns.
 //
 // Ownership: a live daemon holds its root's hcsemu.lock open (NewEngine), and its instance
-// is the hash of that root (instanceOf). The sweep lists the instance folders first and only
+// is the hash of that root (layout.Instance). The sweep lists the instance folders first and only
 // then the lock files held open on the machine: a daemon that starts in between takes its lock
 // before it makes its folder, so its folder is either not in the list or its lock is seen. A
 // daemon restarted on a dead instance's root while the sweep ends that instance is seen by
@@ -29,14 +29,6 @@ import (
 
 // lockFileName is the file in a daemon's root it holds locked while it runs.
 const lockFileName = "hcsemu.lock"
-
-// instanceOf is the name of the cgroup folders of the daemon of root (an absolute path with
-// symbolic links resolved, as /proc/PID/fd shows the lock file).
-func instanceOf(root string) string {
-	h := fnv.New64a()
-	h.Write([]byte(root))
-	return fmt.Sprintf("%016x", h.Sum64())
-}
 
 // liveInstances are the instances of the daemons running on the machine: the folders of the
 // hcsemu.lock files some process holds open, hashed. procRoot is /proc.
@@ -57,7 +49,7 @@ func liveInstances(procRoot string) map[string]bool {
 			if err != nil || filepath.Base(target) != lockFileName {
 				continue
 			}
-			live[instanceOf(filepath.Dir(strings.TrimSuffix(target, " (deleted)")))] = true
+			live[layout.Instance(filepath.Dir(strings.TrimSuffix(target, " (deleted)")))] = true
 		}
 	}
 	return live
@@ -69,7 +61,7 @@ func liveInstances(procRoot string) map[string]bool {
 func sweepDeadInstances(ctx context.Context, cgroupRoot, procRoot, own string) {
 	dead := map[string]bool{}
 	for _, c := range cgroupControllers {
-		entries, _ := os.ReadDir(filepath.Join(cgroupRoot, c, "hcsemu"))
+		entries, _ := os.ReadDir(filepath.Join(cgroupRoot, c, layout.CgroupFolder))
 		for _, e := range entries {
 			if e.IsDir() && e.Name() != own {
 				dead[e.Name()] = true
@@ -88,7 +80,7 @@ func sweepDeadInstances(ctx context.Context, cgroupRoot, procRoot, own string) {
 		if liveInstances(procRoot)[inst] {
 			continue
 		}
-		m := &cgroupManager{mountRoot: cgroupRoot, base: filepath.Join("hcsemu", inst)}
+		m := &cgroupManager{mountRoot: cgroupRoot, base: layout.CgroupBase(inst)}
 		systems := map[string]bool{}
 		for _, c := range cgroupControllers {
 			entries, _ := os.ReadDir(filepath.Join(cgroupRoot, c, m.base))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/internal/testenv"
 )
 
@@ -31,9 +32,9 @@ func TestSweepDeadInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lock.Close()
-	live := instanceOf(liveRoot)
-	dead := instanceOf(filepath.Join(t.TempDir(), "gone")) // a root no process holds
-	own := instanceOf(filepath.Join(t.TempDir(), "own"))
+	live := layout.Instance(liveRoot)
+	dead := layout.Instance(filepath.Join(t.TempDir(), "gone")) // a root no process holds
+	own := layout.Instance(filepath.Join(t.TempDir(), "own"))
 
 	groups := map[string]*cgroup{}
 	for _, inst := range []string{live, dead, own} {
@@ -86,7 +87,7 @@ func TestSweepDeadInstances(t *testing.T) {
 
 func TestInstanceOf(t *testing.T) {
 	// The name the cgroup folders have always had: FNV-64a of the root, 16 hex digits.
-	if got := instanceOf("/var/lib/hcsemu"); len(got) != 16 || got == instanceOf("/var/lib/hcsemu2") {
+	if got := layout.Instance("/var/lib/hcsemu"); len(got) != 16 || got == layout.Instance("/var/lib/hcsemu2") {
 		t.Errorf("instanceOf = %q", got)
 	}
 }

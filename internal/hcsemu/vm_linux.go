@@ -19,6 +19,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 )
 
 // Utility VMs: the lifecycle of a compute system of type VirtualMachine. The contract is in
@@ -46,7 +47,7 @@ func hostMemoryMB() uint64 {
 }
 
 func newVMHost(cfg Config) *vmHost {
-	h := &vmHost{memMB: cfg.HostMemoryMB, dir: filepath.Join(cfg.Root, "vms")}
+	h := &vmHost{memMB: cfg.HostMemoryMB, dir: layout.VMsDir(cfg.Root)}
 	if h.memMB == 0 {
 		h.memMB = hostMemoryMB()
 	}
@@ -421,7 +422,7 @@ func (s *system) bootInitLocked(ctx context.Context) error {
 		},
 	}
 	// In the VM's network namespace (s.netns, vm_network_linux.go): the VM's own stack.
-	p, err := s.e.sp.spawn(s.cg, s.netns, self, []string{"hcsemu-vm-init"}, attr)
+	p, err := s.e.sp.spawn(s.cg, s.netns, self, []string{layout.VMInitArg0}, attr)
 	w.Close()
 	if err != nil {
 		return errorf(computecore.E_FAIL, "start of VM %q: start its init: %v", s.id, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/computenetwork"
+	"github.com/openhcs/runhcs/internal/emuvhdx"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
@@ -279,7 +280,7 @@ func hostContainerWith(t *testing.T, e *Engine, vmID, id, layer string, sub Subs
 	if err := os.Mkdir(filepath.Join(scratch, "Files"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(scratch, ScratchDisk), wire.EncodeVHDX(20<<30, "."), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(scratch, ScratchDisk), emuvhdx.Encode(20<<30, "."), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	share := "s" + strings.ReplaceAll(id, "-", "")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/containerd/log"
@@ -12,6 +11,7 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/computenetwork"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
@@ -64,7 +64,7 @@ type vmNIC struct {
 
 // vmNetnsPath is where a VM's network namespace is bound.
 func (s *system) vmNetnsPath() string {
-	return filepath.Join(s.e.cfg.Root, "netns", "vm-"+s.runtimeID())
+	return layout.VMNetns(s.e.cfg.Root, s.runtimeID())
 }
 
 // setupVMNetworkLocked makes the VM's network namespace and plugs the NICs of its document. On

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 )
 
 // The "VM init": the process that is a utility VM's kernel, as far as Linux can tell. hcsemu
@@ -22,8 +24,8 @@ import (
 // VM, hosted containers included.
 
 const (
-	vmInitEnv     = "HCSEMU_VM_INIT"      // set (to the VM's host name) in the VM init's environment
-	vmInitRootEnv = "HCSEMU_VM_INIT_ROOT" // the guest's C:\ (a path the daemon mounted)
+	vmInitEnv     = layout.VMInitEnv     // set (to the VM's host name) in the VM init's environment
+	vmInitRootEnv = layout.VMInitRootEnv // the guest's C:\ (a path the daemon mounted)
 )
 
 func init() {

@@ -5,6 +5,7 @@
 // Every error names the spec field or annotation at fault and its value, and wraps
 // errdefs.ErrInvalidArgument, so containerd reports it as such.
 //
-// It imports internal/hcs/schema2 and protocols/options (the runtime options) and nothing else
-// of runhcs. isolation.go applies the runtime options to a spec and chooses the isolation.
+// It imports internal/hcs/schema2, protocols/options (the runtime options), internal/winargs
+// (command lines) and internal/computenetwork (GUIDs of HNS namespaces and endpoints) and
+// nothing else of runhcs. isolation.go applies the runtime options to a spec and chooses the isolation.
 package oci

@@ -16,7 +16,7 @@
 // An active snapshot is a scratch layer: its Files/ is created at Prepare and becomes the
 // overlayfs upper directory when the shim mounts it (wclayer.Layers.Mount); beside it
 // sandbox.vhdx, as on Windows, is hcsemu's emulated disk whose file system is the folder itself
-// (wire.VHDXHeader), which a utility VM attaches on SCSI for a Hyper-V isolated container.
+// (package internal/emuvhdx), which a utility VM attaches on SCSI for a Hyper-V isolated container.
 // Committing it keeps the folder as it stands (without the disk), which is then a read-only
 // layer. A view has no Files/ and mounts
 // read-only. Commit and Remove refuse (errdefs.ErrFailedPrecondition) while the snapshot is

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/openhcs/runhcs/internal/hcsemu/wire"
+	"github.com/openhcs/runhcs/internal/emuvhdx"
 	"github.com/openhcs/runhcs/internal/wclayer"
 
 	"github.com/openhcs/runhcs/internal/testenv"
@@ -70,8 +70,8 @@ func checkScratchDisk(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatalf("no scratch disk: %v", err)
 	}
-	var h wire.VHDXHeader
-	if err := json.Unmarshal(b, &h); err != nil || h.Format != wire.VHDXFormat || h.VirtualSize == 0 {
+	var h emuvhdx.Header
+	if err := json.Unmarshal(b, &h); err != nil || h.Format != emuvhdx.Format || h.VirtualSize == 0 {
 		t.Fatalf("%s = %s, %v: not an emulated VHDX", p, b, err)
 	}
 	if fs, err := h.FileSystemDir(p); err != nil || fs != dir {

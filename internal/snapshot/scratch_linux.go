@@ -11,14 +11,14 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 
-	"github.com/openhcs/runhcs/internal/hcsemu/wire"
+	"github.com/openhcs/runhcs/internal/emuvhdx"
 	"github.com/openhcs/runhcs/internal/wclayer"
 )
 
 // Under the emulator a scratch layer is a folder: Files/ is the overlayfs upper directory once
 // the shim mounts it (see doc.go). scratch_windows.go makes the VHDX scratch of real Windows.
 // Beside Files/ the folder holds sandbox.vhdx, as on Windows, in hcsemu's emulated format
-// (wire.VHDXHeader) naming the folder itself as its file system: a Hyper-V isolated container's
+// (package internal/emuvhdx) naming the folder itself as its file system: a Hyper-V isolated container's
 // scratch reaches its utility VM as that disk on SCSI (hcsshim attaches <scratch>\sandbox.vhdx),
 // and it is the same Files/ a process-isolated container writes.
 
@@ -35,7 +35,7 @@ const (
 // writeScratchDisk writes the emulated sandbox.vhdx of the scratch folder dir.
 func writeScratchDisk(dir string, size uint64) error {
 	p := filepath.Join(dir, emulatedScratchDisk)
-	if err := os.WriteFile(p, wire.EncodeVHDX(size, "."), 0o644); err != nil {
+	if err := os.WriteFile(p, emuvhdx.Encode(size, "."), 0o644); err != nil {
 		return fmt.Errorf("writing the scratch disk %s: %w", p, err)
 	}
 	return nil

@@ -1,6 +1,6 @@
 // Package testenv is the one gate for tests that need root (mounts, chroot, cgroups, trusted.*
 // xattrs): they skip on a developer's machine when not root, and fail under CI=true, where
-// nothing may be skipped. It is imported by tests and the e2e harness only.
+// nothing may be skipped. It is imported by tests and the test harness (test/harness) only.
 package testenv
 
 import (

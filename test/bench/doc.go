@@ -1,7 +1,7 @@
 // Package bench measures runhcs against containerd's runc shim (containerd-shim-runc-v2) under
 // the same containerd, side by side, and prints the figures as ratios runhcs/runc.
 //
-// BenchmarkShim (Linux, root) starts one end-to-end environment with test/e2e/harness (hcsemu,
+// BenchmarkShim (Linux, root) starts one end-to-end environment with test/harness (hcsemu,
 // the wcow snapshotter and the pinned containerd 2.x), puts containerd-shim-runc-v2 on
 // containerd's PATH, and imports two images built from the same static workload binary: the
 // Windows-format test image (unpacked by the wcow snapshotter, run by io.containerd.runhcs.v1) and

@@ -1,12 +1,10 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,10 +13,9 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
-	"github.com/containerd/platforms"
 
 	"github.com/openhcs/runhcs/protocols/options"
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
 
@@ -35,21 +32,17 @@ func BenchmarkHyperVPod(b *testing.B) {
 	env := harness.Start(b, harness.Options{Containerd: "2"})
 	ctx := harness.Context(context.Background())
 	client := env.Client(b)
-	img, err := client.GetImage(ctx, env.Image)
+	img, err := harness.WindowsImage(ctx, client, env.Image)
 	if err != nil {
 		b.Fatal(err)
 	}
-	img = containerd.NewImageWithPlatform(client, img.Metadata(), platforms.Only(platforms.MustParse(harness.Platform)))
 	fifo := filepath.Join(env.Root, "fifo")
 
 	// start creates and starts container id of pod, and returns its task, a channel of its
 	// exit and a channel closed at its first output.
 	start := func(ctx context.Context, pod, id, kind string, ropts any, args ...string) (containerd.Task, <-chan containerd.ExitStatus, <-chan struct{}, error) {
-		c, err := client.NewContainer(ctx, id, containerd.WithImage(img), containerd.WithSnapshotter(harness.Snapshotter),
-			containerd.WithNewSnapshot(id+"-rootfs", img), containerd.WithRuntime(harness.Runtime, ropts),
-			containerd.WithNewSpec(oci.WithDefaultSpecForPlatform(harness.Platform),
-				oci.WithImageConfigArgs(img, append([]string{image.WorkloadPath}, args...)),
-				oci.WithAnnotations(map[string]string{"io.kubernetes.cri.sandbox-id": pod, "io.kubernetes.cri.container-type": kind})))
+		c, err := harness.NewContainer(ctx, client, id, img, append([]string{image.WorkloadPath}, args...),
+			[]oci.SpecOpts{oci.WithAnnotations(map[string]string{"io.kubernetes.cri.sandbox-id": pod, "io.kubernetes.cri.container-type": kind})}, ropts)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -110,7 +103,7 @@ func BenchmarkHyperVPod(b *testing.B) {
 		d := time.Since(t0)
 		var rss int64
 		if hv {
-			if rss, err = vmInitRSS(env.Root); err != nil {
+			if rss, err = vmInitRSS(env); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -174,36 +167,11 @@ func (f *firstWrite) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// vmInitRSS is the VmRSS (KiB) of the one utility VM init (hcsemu-vm-init) that the hcsemu
-// daemon under root runs.
-func vmInitRSS(root string) (int64, error) {
-	daemons := findProcesses(root, "hcsemu", func([]string) bool { return true })
-	if len(daemons) != 1 {
-		return 0, fmt.Errorf("hcsemu under %s: %d processes, want 1", root, len(daemons))
-	}
-	entries, _ := os.ReadDir("/proc")
-	var inits []int
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
-		if err != nil || strings.TrimRight(string(cmd), "\x00") != "hcsemu-vm-init" {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: the fields after the last ')'.
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(daemons[0]) {
-			inits = append(inits, pid)
-		}
-	}
+// vmInitRSS is the VmRSS (KiB) of the one utility VM init that the environment's hcsemu runs.
+func vmInitRSS(env *harness.Env) (int64, error) {
+	inits := env.VMInitProcesses()
 	if len(inits) != 1 {
-		return 0, fmt.Errorf("VM inits of hcsemu %d: %v, want 1", daemons[0], inits)
+		return 0, fmt.Errorf("VM inits of the hcsemu under %s: %v, want 1", env.Root, inits)
 	}
 	return vmRSS(inits[0])
 }

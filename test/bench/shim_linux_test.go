@@ -22,7 +22,7 @@ import (
 	"github.com/containerd/platforms"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
 
@@ -289,12 +289,12 @@ func (s *suite) printTable(b *testing.B, rounds int, got map[string]*samples) {
 	row("shim RSS after start, p50", mibOf(percentile(a.rss, 50)), mibOf(percentile(r.rss, 50)), "MiB")
 	ra, rr := s.sides[0].sleeper, s.sides[1].sleeper
 	row("sleeper shim RSS after start", mibOf(ra.rssStart), mibOf(rr.rssStart), "MiB")
-	nowA, errA := shimRSS(s.env.Root, s.sides[0].shimBinary, ra.container.ID())
-	nowR, errR := shimRSS(s.env.Root, s.sides[1].shimBinary, rr.container.ID())
+	nowA, errA := shimRSS(s.env, s.sides[0].shimBinary, ra.container.ID())
+	nowR, errR := shimRSS(s.env, s.sides[1].shimBinary, rr.container.ID())
 	if errA == nil && errR == nil {
 		row("sleeper shim RSS after its execs", mibOf(nowA), mibOf(nowR), "MiB")
 	}
-	if kib, err := processRSS(s.env.Root, filepath.Base(s.env.Bin.HCSEmu)); err == nil {
+	if kib, err := vmRSS(s.env.DaemonPid(harness.DaemonHCSEmu)); err == nil {
 		fmt.Fprintf(&out, "hcsemu RSS now: %.1f MiB (shared by every runhcs shim; not in the ratios, runc has no such daemon)\n", mibOf(kib))
 	}
 	fmt.Fprint(os.Stdout, out.String())
@@ -351,7 +351,7 @@ func (s *suite) lifecycle(ctx context.Context, sd *side) (p phases, rssKiB int64
 	t4 := time.Now()
 	// The serving shim lives until the task is deleted; reading it here keeps /proc's scan out
 	// of every phase.
-	rssKiB, err = shimRSS(s.env.Root, sd.shimBinary, id)
+	rssKiB, err = shimRSS(s.env, sd.shimBinary, id)
 	if err != nil {
 		return p, 0, fmt.Errorf("%s: %w", sd.name, err)
 	}
@@ -443,7 +443,7 @@ func (s *suite) startSleeper(ctx context.Context, b *testing.B, sd *side) (*slee
 	if err := task.Start(ctx); err != nil {
 		return nil, fmt.Errorf("%s: start task %s: %w", sd.name, id, err)
 	}
-	rss, err := shimRSS(s.env.Root, sd.shimBinary, id)
+	rss, err := shimRSS(s.env, sd.shimBinary, id)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", sd.name, err)
 	}
@@ -547,57 +547,13 @@ func runcVersion() string {
 	return line
 }
 
-// shimRSS returns the VmRSS (KiB) of the serving shim of container id: the process whose
-// executable is binary, whose command line names the environment's root (containerd's address
-// is under it) and has `-id <id>`, and that is not a short-lived `start` or `delete` action.
-func shimRSS(root, binary, id string) (int64, error) {
-	pids := findProcesses(root, binary, func(args []string) bool {
-		match := false
-		for i, a := range args {
-			switch {
-			case (a == "-id" || a == "--id") && i+1 < len(args) && args[i+1] == id:
-				match = true
-			case a == "start" || a == "delete":
-				return false
-			}
-		}
-		return match
-	})
+// shimRSS returns the VmRSS (KiB) of the serving shim (of executable binary) of container id.
+func shimRSS(env *harness.Env, binary, id string) (int64, error) {
+	pids := env.ServingShims(binary, id)
 	if len(pids) != 1 {
 		return 0, fmt.Errorf("shim %s of container %s: found %d serving processes (%v), want 1", binary, id, len(pids), pids)
 	}
 	return vmRSS(pids[0])
-}
-
-// processRSS returns the VmRSS (KiB) of the one process of binary under root (a daemon).
-func processRSS(root, binary string) (int64, error) {
-	pids := findProcesses(root, binary, func([]string) bool { return true })
-	if len(pids) != 1 {
-		return 0, fmt.Errorf("%s under %s: found %d processes, want 1", binary, root, len(pids))
-	}
-	return vmRSS(pids[0])
-}
-
-// findProcesses lists the pids whose executable's base name is binary, whose command line
-// contains root, and whose arguments pass keep.
-func findProcesses(root, binary string, keep func(args []string) bool) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
-		if err != nil || len(b) == 0 || !bytes.Contains(b, []byte(root)) {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if filepath.Base(args[0]) == binary && keep(args) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // vmRSS reads VmRSS (in KiB, as the kernel prints it) from /proc/<pid>/status.

@@ -8,10 +8,7 @@ import (
 	"testing"
 	"time"
 
-	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/platforms"
-
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
 
@@ -49,11 +46,10 @@ func TestBasic(t *testing.T) {
 	t.Run("image unpacked into the wcow snapshotter", func(t *testing.T) {
 		client := env.Client(t)
 		cctx := harness.Context(ctx)
-		img, err := client.GetImage(cctx, env.Image)
+		img, err := harness.WindowsImage(cctx, client, env.Image)
 		if err != nil {
-			t.Fatalf("GetImage(%s): %v", env.Image, err)
+			t.Fatal(err)
 		}
-		img = containerd.NewImageWithPlatform(client, img.Metadata(), platforms.Only(platforms.MustParse(harness.Platform)))
 		unpacked, err := img.IsUnpacked(cctx, harness.Snapshotter)
 		if err != nil || !unpacked {
 			t.Fatalf("IsUnpacked(%s) = %v, %v; want true", harness.Snapshotter, unpacked, err)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/containerd/containerd/v2/pkg/cio"
 
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 )
 
 // TestDiag drives the shim's containerd.runhcs.v1.diag.ShimDiag service through the real shim

@@ -3,16 +3,13 @@ package e2e
 import (
 	"context"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	apievents "github.com/containerd/containerd/api/events"
 	"github.com/containerd/containerd/v2/pkg/cio"
-	"github.com/containerd/typeurl/v2"
 
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 )
 
 // TestFaults kills or restarts the pieces under a running task: containerd (the task survives
@@ -27,85 +24,6 @@ func TestFaults(t *testing.T) {
 	t.Run("containerd restarted", func(t *testing.T) { testContainerdRestart(ctx, t, env) })
 	t.Run("shim killed", func(t *testing.T) { testShimKilled(ctx, t, env) })
 	t.Run("hcsemu restarted", func(t *testing.T) { testHCSEmuRestart(ctx, t, env) })
-}
-
-// exitWatch collects containerd's TaskExit events of init processes by container id.
-type exitWatch struct {
-	mu    sync.Mutex
-	exits map[string]*apievents.TaskExit
-}
-
-// syncTopic is published by watchExits to itself to know its subscription is live.
-const syncTopic = "/runhcs-e2e/sync"
-
-// watchExits subscribes to containerd's TaskExit events until ctx ends. It returns once the
-// subscription is live (containerd's client subscribes in the background, so an event published
-// right after Subscribe returns may be missed): it publishes a sync event until it sees one.
-func watchExits(ctx context.Context, t *testing.T, env *harness.Env) *exitWatch {
-	t.Helper()
-	w := &exitWatch{exits: map[string]*apievents.TaskExit{}}
-	es := env.Client(t).EventService()
-	envelopes, errs := es.Subscribe(ctx, `topic=="/tasks/exit"`, `topic=="`+syncTopic+`"`)
-	synced := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case e := <-envelopes:
-				if e.Topic == syncTopic {
-					select {
-					case <-synced:
-					default:
-						close(synced)
-					}
-					continue
-				}
-				v, err := typeurl.UnmarshalAny(e.Event)
-				if err != nil {
-					continue
-				}
-				if ex, ok := v.(*apievents.TaskExit); ok && ex.ID == ex.ContainerID {
-					w.mu.Lock()
-					w.exits[ex.ContainerID] = ex
-					w.mu.Unlock()
-				}
-			case <-errs:
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	deadline := time.After(10 * time.Second)
-	for {
-		if err := es.Publish(ctx, syncTopic, &apievents.ContainerUpdate{ID: "sync"}); err != nil {
-			t.Fatalf("publish %s: %v", syncTopic, err)
-		}
-		select {
-		case <-synced:
-			return w
-		case <-time.After(100 * time.Millisecond):
-		case <-deadline:
-			t.Fatal("the event subscription did not become live in 10s")
-		}
-	}
-}
-
-// wait returns the TaskExit of container id's init process, failing t if none comes within d.
-func (w *exitWatch) wait(t *testing.T, id string, d time.Duration) *apievents.TaskExit {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		w.mu.Lock()
-		e := w.exits[id]
-		w.mu.Unlock()
-		if e != nil {
-			return e
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no TaskExit event for %s within %v", id, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func testContainerdRestart(ctx context.Context, t *testing.T, env *harness.Env) {
@@ -138,14 +56,14 @@ func testContainerdRestart(ctx context.Context, t *testing.T, env *harness.Env) 
 	if task.Pid() != pid {
 		t.Errorf("pid %d after the restart, was %d", task.Pid(), pid)
 	}
-	exits := watchExits(ctx, t, env)
+	exits := harness.WatchTaskEvents(ctx, t, env.Client(t))
 	status, err := task.Wait(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// Its later exit is reported: the event, Wait, and ctr task ls.
-	ev := exits.wait(t, id, 30*time.Second)
+	ev := exits.WaitExit(t, id, 30*time.Second)
 	if ev.ExitStatus != 0 || ev.Pid != pid {
 		t.Errorf("TaskExit %+v, want pid %d status 0", ev, pid)
 	}
@@ -180,7 +98,7 @@ func testShimKilled(ctx context.Context, t *testing.T, env *harness.Env) {
 	if len(shims) != 1 {
 		t.Fatalf("shims of %s: %v, want one", id, shims)
 	}
-	exits := watchExits(ctx, t, env)
+	exits := harness.WatchTaskEvents(ctx, t, env.Client(t))
 	if err := syscall.Kill(shims[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +106,7 @@ func testShimKilled(ctx context.Context, t *testing.T, env *harness.Env) {
 	// containerd sees the shim die, runs the shim's delete action and reports the exit. A Wait
 	// in flight ends either way: with the status, or with the shim's connection closed (as
 	// with runc's shim); the event is the report.
-	ev := exits.wait(t, id, 30*time.Second)
+	ev := exits.WaitExit(t, id, 30*time.Second)
 	// The delete action reports the init process's pid from the task state, as runc's shim
 	// reports its init's, and a non-zero status.
 	if ev.Pid != tk.Task.Pid() || ev.ExitStatus == 0 {
@@ -254,13 +172,13 @@ func testHCSEmuRestart(ctx context.Context, t *testing.T, env *harness.Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exits := watchExits(ctx, t, env)
+	exits := harness.WatchTaskEvents(ctx, t, env.Client(t))
 	if err := env.RestartDaemon(ctx, harness.DaemonHCSEmu, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	for _, tk := range []*harness.Task{a, b} {
 		id := tk.Container.ID()
-		exits.wait(t, id, 30*time.Second)
+		exits.WaitExit(t, id, 30*time.Second)
 		code, err := waitExit(t, id, tk.Exit, 30*time.Second)
 		if err != nil {
 			t.Fatal(err)

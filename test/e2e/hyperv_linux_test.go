@@ -8,11 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	apievents "github.com/containerd/containerd/api/events"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/typeurl/v2"
@@ -21,7 +19,7 @@ import (
 	"github.com/openhcs/runhcs/internal/hcsemu/client"
 	"github.com/openhcs/runhcs/protocols/options"
 	"github.com/openhcs/runhcs/protocols/stats"
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
 
@@ -40,111 +38,18 @@ const (
 // pause is set.
 func hvImage(t *testing.T, env *harness.Env, name, build string, pause bool) string {
 	t.Helper()
-	wl, err := harness.Workload()
+	img, wl, err := harness.TestImage("docker.io/runhcs/hyperv-" + name + ":latest")
 	if err != nil {
 		t.Fatal(err)
 	}
-	img := image.Default(wl)
-	img.Name = "docker.io/runhcs/hyperv-" + name + ":latest"
 	img.OSVersion = build
 	img.Layers = []image.Layer{image.BaseLayer(wl, image.BaseOptions{UtilityVM: pause, OSVersion: build})}
-	p := filepath.Join(t.TempDir(), name+".tar")
-	if err := img.WriteFile(p); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(harness.Context(context.Background()), 2*time.Minute)
 	defer cancel()
-	if err := env.ImportImage(ctx, p); err != nil {
-		t.Fatalf("import %s: %v", img.Name, err)
+	if err := env.ImportTestImage(ctx, img); err != nil {
+		t.Fatal(err)
 	}
 	return img.Name
-}
-
-// exitCounter counts containerd's TaskExit events of init processes, and TaskDelete events, by
-// container id.
-type exitCounter struct {
-	mu      sync.Mutex
-	n       map[string]int
-	deleted map[string]bool
-}
-
-func countExits(ctx context.Context, t *testing.T, env *harness.Env) *exitCounter {
-	t.Helper()
-	c := &exitCounter{n: map[string]int{}, deleted: map[string]bool{}}
-	es := env.Client(t).EventService()
-	envelopes, errs := es.Subscribe(ctx, `topic=="/tasks/exit"`, `topic=="/tasks/delete"`, `topic=="`+syncTopic+`"`)
-	synced := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case e := <-envelopes:
-				if e.Topic == syncTopic {
-					select {
-					case <-synced:
-					default:
-						close(synced)
-					}
-					continue
-				}
-				if v, err := typeurl.UnmarshalAny(e.Event); err == nil {
-					c.mu.Lock()
-					switch ev := v.(type) {
-					case *apievents.TaskExit:
-						if ev.ID == ev.ContainerID {
-							c.n[ev.ContainerID]++
-						}
-					case *apievents.TaskDelete:
-						c.deleted[ev.ContainerID] = true
-					}
-					c.mu.Unlock()
-				}
-			case <-errs:
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	for deadline := time.After(10 * time.Second); ; {
-		if err := es.Publish(ctx, syncTopic, &apievents.ContainerUpdate{ID: "sync"}); err != nil {
-			t.Fatalf("publish %s: %v", syncTopic, err)
-		}
-		select {
-		case <-synced:
-			return c
-		case <-time.After(100 * time.Millisecond):
-		case <-deadline:
-			t.Fatal("the event subscription did not become live in 10s")
-		}
-	}
-}
-
-func (c *exitCounter) count(id string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n[id]
-}
-
-// waitDeleted waits for the TaskDelete events of ids: a shim publishes a task's events in
-// order, so every TaskExit of a task has been counted once its TaskDelete is.
-func (c *exitCounter) waitDeleted(t *testing.T, ids []string, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		c.mu.Lock()
-		all := true
-		for _, id := range ids {
-			all = all && c.deleted[id]
-		}
-		c.mu.Unlock()
-		if all {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no TaskDelete events for all of %v within %v", ids, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // TestHyperV runs Hyper-V isolated pods as CRI makes them (a sandbox task, then containers
@@ -409,7 +314,7 @@ func TestHyperV(t *testing.T) {
 	})
 
 	crash := func(t *testing.T, pod string, containers ...string) {
-		exits := countExits(ctx, t, env)
+		exits := harness.WatchTaskEvents(ctx, t, env.Client(t))
 		sandbox := startPod(t, pod, nil)
 		var tasks []*harness.Task
 		for _, id := range containers {
@@ -438,11 +343,8 @@ func TestHyperV(t *testing.T) {
 			ids = append(ids, tk.Container.ID())
 		}
 		// A duplicate TaskExit would come before the task's TaskDelete (one ordered queue).
-		exits.waitDeleted(t, ids, time.Minute)
-		for _, tk := range append([]*harness.Task{sandbox}, tasks...) {
-			if n := exits.count(tk.Container.ID()); n != 1 {
-				t.Errorf("%s: %d TaskExit events, want 1", tk.Container.ID(), n)
-			}
+		if err := exits.CheckDeleted(ids, time.Minute); err != nil {
+			t.Error(err)
 		}
 		systems, err := env.ComputeSystems(ctx)
 		if err != nil {

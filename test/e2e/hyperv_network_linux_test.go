@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,10 +13,11 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/openhcs/runhcs/internal/hcsemu/client"
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/internal/hns"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 	"github.com/openhcs/runhcs/protocols/options"
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
 
@@ -119,7 +119,8 @@ func TestHyperVPodNetworking(t *testing.T) {
 	})
 	// Its endpoint is now a NIC of the VM: the endpoint's link left the HNS namespace, and it
 	// is still in that namespace as an HNS object.
-	hcsemuRoot := filepath.Join(env.Root, "hcsemu")
+	netnsDir := layout.NetnsDir(env.HCSEmuRoot())
+	nsFile := layout.NamespaceNetns(env.HCSEmuRoot(), nsA)
 	linksIn := func(netnsFile string) string {
 		t.Helper()
 		out, err := exec.Command("nsenter", "--net="+netnsFile, "ip", "-o", "link", "show").Output()
@@ -128,7 +129,7 @@ func TestHyperVPodNetworking(t *testing.T) {
 		}
 		return string(out)
 	}
-	if l := linksIn(filepath.Join(hcsemuRoot, "netns", nsA)); strings.Contains(l, "eth0") {
+	if l := linksIn(nsFile); strings.Contains(l, "eth0") {
 		t.Errorf("the pod's HNS namespace still has the endpoint's link while it is the VM's NIC:\n%s", l)
 	}
 	if ep, err := h.GetEndpoint(ctx, epA); err != nil || !strings.EqualFold(ep.HostComputeNamespace, nsA) {
@@ -164,15 +165,15 @@ func TestHyperVPodNetworking(t *testing.T) {
 	// endpoint's link is back in its HNS namespace, the VM's network namespace is gone.
 	deleteTask(ctx, t, server)
 	deleteTask(ctx, t, sandbox)
-	if l := linksIn(filepath.Join(hcsemuRoot, "netns", nsA)); !strings.Contains(l, "eth0") {
+	if l := linksIn(nsFile); !strings.Contains(l, "eth0") {
 		t.Errorf("after the pod's delete its HNS namespace has no eth0 again:\n%s", l)
 	}
-	entries, err := os.ReadDir(filepath.Join(hcsemuRoot, "netns"))
+	entries, err := os.ReadDir(netnsDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "vm-") {
+		if strings.HasPrefix(e.Name(), layout.VMNetnsPrefix) {
 			t.Errorf("a VM's network namespace is left: %s", e.Name())
 		}
 	}

@@ -3,12 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
 
@@ -20,12 +19,10 @@ func TestImageLayers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	workload, err := harness.Workload()
+	img, workload, err := harness.TestImage("docker.io/runhcs/layers:latest")
 	if err != nil {
 		t.Fatal(err)
 	}
-	img := image.Default(workload)
-	img.Name = "docker.io/runhcs/layers:latest"
 	img.Layers[0] = image.BaseLayer(workload, image.BaseOptions{Extra: []image.Entry{
 		{Path: "Files/data/kept.txt", Data: []byte("kept")},
 		{Path: "Files/data/gone.txt", Data: []byte("gone")},
@@ -40,11 +37,7 @@ func TestImageLayers(t *testing.T) {
 			{Path: "Files/data/replaced.txt", Data: []byte("new version")},
 		},
 	})
-	path := filepath.Join(t.TempDir(), "layers.tar")
-	if err := img.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.ImportImage(ctx, path); err != nil {
+	if err := env.ImportTestImage(ctx, img); err != nil {
 		t.Fatal(err)
 	}
 
@@ -87,20 +80,14 @@ func TestImportThroughTransferService(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	workload, err := harness.Workload()
+	img, workload, err := harness.TestImage("docker.io/runhcs/transfer:latest")
 	if err != nil {
 		t.Fatal(err)
 	}
-	img := image.Default(workload)
-	img.Name = "docker.io/runhcs/transfer:latest"
 	img.Layers[0] = image.BaseLayer(workload, image.BaseOptions{Extra: []image.Entry{
 		{Path: "Files/data/unpacked.txt", Data: []byte("unpacked by the transfer service")},
 	}})
-	path := filepath.Join(t.TempDir(), "transfer.tar")
-	if err := img.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.ImportImageTransfer(ctx, path); err != nil {
+	if err := env.ImportTestImageTransfer(ctx, img); err != nil {
 		t.Fatal(err)
 	}
 	res, err := env.CtrRun(ctx, "transfer-import", img.Name, nil, image.WorkloadPath, "read", `C:\data\unpacked.txt`)

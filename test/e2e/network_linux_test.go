@@ -17,9 +17,10 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/openhcs/runhcs/internal/hcsemu/client"
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/internal/hns"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 )
 
 // TestPodNetworking runs two pods (a pause container and one more each, process isolation) on
@@ -251,19 +252,18 @@ func hostRunner(ctx context.Context, t *testing.T, env *harness.Env) func(args .
 // emulated host's), mount of a task, or link in the emulated host but loopback is left.
 func checkNoNetworkLeft(ctx context.Context, t *testing.T, env *harness.Env, h *hns.Client) {
 	t.Helper()
-	hcsemuRoot := filepath.Join(env.Root, "hcsemu")
 	if eps, err := h.ListEndpoints(ctx, nil); err != nil || len(eps) != 0 {
 		t.Errorf("HNS endpoints left: %+v, %v", eps, err)
 	}
 	if nss, err := h.ListNamespaces(ctx, nil); err != nil || len(nss) != 0 {
 		t.Errorf("HNS namespaces left: %+v, %v", nss, err)
 	}
-	entries, err := os.ReadDir(filepath.Join(hcsemuRoot, "netns"))
+	entries, err := os.ReadDir(layout.NetnsDir(env.HCSEmuRoot()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.Name() != "host" {
+		if e.Name() != layout.HostNetnsName {
 			t.Errorf("network namespace file left: %s", e.Name())
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
 
@@ -24,20 +24,14 @@ func TestStorage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(harness.Context(context.Background()), 5*time.Minute)
 	defer cancel()
 
-	wl, err := harness.Workload()
+	img, wl, err := harness.TestImage("docker.io/runhcs/storage:latest")
 	if err != nil {
 		t.Fatal(err)
 	}
-	img := image.Default(wl)
-	img.Name = "docker.io/runhcs/storage:latest"
 	img.Layers[0] = image.BaseLayer(wl, image.BaseOptions{Extra: []image.Entry{
 		{Path: "Files/data/shared.txt", Data: []byte("original")},
 	}})
-	path := filepath.Join(t.TempDir(), "storage.tar")
-	if err := img.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.ImportImage(ctx, path); err != nil {
+	if err := env.ImportTestImage(ctx, img); err != nil {
 		t.Fatal(err)
 	}
 

@@ -21,14 +21,13 @@ import (
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
-	"github.com/containerd/platforms"
 	"github.com/containerd/typeurl/v2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/openhcs/runhcs/protocols/options"
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
 
@@ -57,13 +56,11 @@ func workload(args ...string) []string { return append([]string{image.WorkloadPa
 // waitExit waits for a task's exit status, at most d.
 func waitExit(t *testing.T, what string, ch <-chan containerd.ExitStatus, d time.Duration) (uint32, error) {
 	t.Helper()
-	select {
-	case st := <-ch:
-		code, _, err := st.Result()
-		return code, err
-	case <-time.After(d):
-		return 0, fmt.Errorf("%s did not exit within %v", what, d)
+	code, err := harness.ExitCode(ch, d)
+	if err != nil {
+		return code, fmt.Errorf("%s: %w", what, err)
 	}
+	return code, nil
 }
 
 // execResult is what an exec produced.
@@ -660,15 +657,11 @@ func testMetrics(ctx context.Context, t *testing.T, env *harness.Env) {
 	killAndWait(ctx, t, tk)
 }
 
-// cgroupValue reads a file of compute system id's cgroup under hcsemu (cgroup v1,
-// /sys/fs/cgroup/<controller>/hcsemu/<daemon instance>/<system>).
-func cgroupValue(t *testing.T, controller, id, file string) string {
+// cgroupValue reads a file of compute system id's cgroup under the environment's hcsemu (cgroup
+// v1, /sys/fs/cgroup/<controller>/hcsemu/<daemon instance>/<system>).
+func cgroupValue(t *testing.T, env *harness.Env, controller, id, file string) string {
 	t.Helper()
-	matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", controller, "hcsemu", "*", id, file))
-	if len(matches) != 1 {
-		t.Fatalf("cgroup file %s of system %s: found %v, want one", file, id, matches)
-	}
-	b, err := os.ReadFile(matches[0])
+	b, err := os.ReadFile(filepath.Join(env.HCSEmuCgroup(controller), id, file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -712,17 +705,17 @@ func testUpdate(ctx context.Context, t *testing.T, env *harness.Env) {
 				t.Fatalf("Update: %v", err)
 			}
 			if s.memLimit != "" {
-				if got := cgroupValue(t, "memory", id, "memory.limit_in_bytes"); got != s.memLimit {
+				if got := cgroupValue(t, env, "memory", id, "memory.limit_in_bytes"); got != s.memLimit {
 					t.Errorf("memory.limit_in_bytes = %s, want %s", got, s.memLimit)
 				}
 			}
 			if s.cfsQuota != "" {
-				if got := cgroupValue(t, "cpu", id, "cpu.cfs_quota_us"); got != s.cfsQuota {
+				if got := cgroupValue(t, env, "cpu", id, "cpu.cfs_quota_us"); got != s.cfsQuota {
 					t.Errorf("cpu.cfs_quota_us = %s, want %s", got, s.cfsQuota)
 				}
 			}
 			if s.cpuShares != "" {
-				if got := cgroupValue(t, "cpu", id, "cpu.shares"); got != s.cpuShares {
+				if got := cgroupValue(t, env, "cpu", id, "cpu.shares"); got != s.cpuShares {
 					t.Errorf("cpu.shares = %s, want %s", got, s.cpuShares)
 				}
 			}
@@ -756,7 +749,7 @@ func testUpdate(ctx context.Context, t *testing.T, env *harness.Env) {
 			if err == nil || !strings.Contains(err.Error(), r.want) {
 				t.Fatalf("Update: %v; want an error naming %q", err, r.want)
 			}
-			if got := cgroupValue(t, "memory", id, "memory.limit_in_bytes"); got != "134217728" {
+			if got := cgroupValue(t, env, "memory", id, "memory.limit_in_bytes"); got != "134217728" {
 				t.Errorf("memory.limit_in_bytes = %s after a refused update, want 134217728 unchanged", got)
 			}
 		})
@@ -857,11 +850,10 @@ func setPath(m map[string]any, path string, v any) {
 
 func testBadSpec(ctx context.Context, t *testing.T, env *harness.Env) {
 	client := env.Client(t)
-	img, err := client.GetImage(ctx, env.Image)
+	img, err := harness.WindowsImage(ctx, client, env.Image)
 	if err != nil {
 		t.Fatal(err)
 	}
-	img = containerd.NewImageWithPlatform(client, img.Metadata(), platforms.Only(platforms.MustParse(harness.Platform)))
 	tests := []struct {
 		name  string
 		set   map[string]any // dotted spec path → value

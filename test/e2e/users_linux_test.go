@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,7 +18,7 @@ import (
 	"github.com/openhcs/runhcs/internal/hcsemu"
 	emuclient "github.com/openhcs/runhcs/internal/hcsemu/client"
 	"github.com/openhcs/runhcs/protocols/options"
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
 
@@ -102,19 +101,13 @@ func TestUsers(t *testing.T) {
 	})
 
 	t.Run("image default user", func(t *testing.T) {
-		wl, err := harness.Workload()
+		img, _, err := harness.TestImage("docker.io/runhcs/test-containeruser:latest")
 		if err != nil {
 			t.Fatal(err)
 		}
-		img := image.Default(wl)
-		img.Name = "docker.io/runhcs/test-containeruser:latest"
 		img.User = "ContainerUser"
-		p := filepath.Join(t.TempDir(), "user.tar")
-		if err := img.WriteFile(p); err != nil {
+		if err := env.ImportTestImage(ctx, img); err != nil {
 			t.Fatal(err)
-		}
-		if err := env.ImportImage(ctx, p); err != nil {
-			t.Fatalf("import %s: %v", img.Name, err)
 		}
 		tk, err := env.StartTask(ctx, t, harness.TaskRun{ID: "user-image", Image: img.Name, Args: workload("whoami")})
 		if err != nil {
@@ -263,12 +256,12 @@ func TestGMSA(t *testing.T) {
 		if len(shims) != 1 {
 			t.Fatalf("shims of %s: %v, want one", id, shims)
 		}
-		exits := watchExits(ctx, t, env)
+		exits := harness.WatchTaskEvents(ctx, t, env.Client(t))
 		if err := syscall.Kill(shims[0], syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		// containerd runs the shim's delete action before it reports the exit.
-		exits.wait(t, id, 30*time.Second)
+		exits.WaitExit(t, id, 30*time.Second)
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			got := credentialGuards(ctx, t, env)
@@ -367,12 +360,12 @@ func TestGMSA(t *testing.T) {
 		if len(shims) != 1 {
 			t.Fatalf("shims of pod %s: %v, want one", pod, shims)
 		}
-		exits := watchExits(ctx, t, env)
+		exits := harness.WatchTaskEvents(ctx, t, env.Client(t))
 		if err := syscall.Kill(shims[0], syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		// containerd runs the shim's delete action for each task before it reports its exit.
-		exits.wait(t, id, 30*time.Second)
+		exits.WaitExit(t, id, 30*time.Second)
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			got := credentialGuards(ctx, t, env)

@@ -1,5 +1,7 @@
 package image
 
+import "github.com/openhcs/runhcs/internal/emuvhdx"
+
 // Registry hive deltas of a base layer, as Windows base images ship them under Hives/.
 var baseHives = []string{"DEFAULT_Delta", "SAM_Delta", "SECURITY_Delta", "SOFTWARE_Delta", "SYSTEM_Delta"}
 
@@ -76,9 +78,9 @@ func BaseLayer(workload []byte, o BaseOptions) Layer {
 		add(Entry{Path: "UtilityVM/Files/Windows/System32/workload.exe", Data: workload})
 		add(Entry{Path: "UtilityVM/Files/" + OSBuildFile, Data: []byte(build + "\r\n")})
 		// The utility VM's scratch template, which containerd's snapshotter and hcsshim copy to
-		// <snapshot>\vm\sandbox.vhdx: an empty disk in hcsemu's emulated VHDX format (a JSON
-		// header; internal/hcsemu/storage.go), 10 GB, the default UVM scratch size.
-		add(Entry{Path: "UtilityVM/SystemTemplate.vhdx", Data: []byte(`{"format":"hcsemu-vhdx","virtualSize":10737418240}`)})
+		// <snapshot>\vm\sandbox.vhdx: an empty disk in the emulated VHDX format (a JSON header,
+		// package internal/emuvhdx), 10 GB, the default UVM scratch size.
+		add(Entry{Path: "UtilityVM/SystemTemplate.vhdx", Data: emuvhdx.Encode(10<<30, "")})
 	}
 	l.Entries = append(l.Entries, o.Extra...)
 	return l

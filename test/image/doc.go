@@ -14,5 +14,6 @@
 // Windows paths of the tools it stands in for (ToolPaths: cmd.exe, powershell.exe, PING.EXE,
 // ipconfig.exe, HOSTNAME.EXE), PATH (DefaultPath) and a default
 // command that prints "hello from a windows container". The package imports nothing else of
-// runhcs, so any test or tool can use it.
+// runhcs but the leaf internal/emuvhdx (the emulated VHDX format of SystemTemplate.vhdx), so any
+// test or tool can use it.
 package image

@@ -19,7 +19,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	emuclient "github.com/openhcs/runhcs/internal/hcsemu/client"
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 )
 
 // faultClient dials hcsemu's fault control; the faults it set are cleared when t ends.
@@ -179,7 +179,7 @@ func (s *soak) killOnce(ctx context.Context, f *emuclient.Fault, id, phase, stal
 		if err := r.task.Kill(ctx, syscall.SIGKILL); err != nil {
 			return false, err
 		}
-		if _, err := exitOf(r.exit, time.Minute); err != nil {
+		if _, err := harness.ExitCode(r.exit, time.Minute); err != nil {
 			return false, err
 		}
 		call = func(ctx context.Context) error {
@@ -425,7 +425,7 @@ func (s *soak) stuck(ctx context.Context, t *testing.T) {
 	s.measureShim(ctx, t, "stuck-c", false)
 	// stuck-c's exit is reported once the terminate after its end gave up; its delete
 	// retries the terminate, which is still stuck.
-	if _, err := exitOf(c.exit, bound); err != nil {
+	if _, err := harness.ExitCode(c.exit, bound); err != nil {
 		t.Fatalf("stuck-c: %v", err)
 	}
 	_, err = c.task.Delete(ctx)
@@ -537,7 +537,7 @@ func (s *soak) failOnce(ctx context.Context, f *emuclient.Fault, id string, in i
 		if err := r.task.Kill(ctx, syscall.SIGKILL); err != nil {
 			return fmt.Errorf("setup: %w", err)
 		}
-		if _, err := exitOf(r.exit, time.Minute); err != nil {
+		if _, err := harness.ExitCode(r.exit, time.Minute); err != nil {
 			return fmt.Errorf("setup: %w", err)
 		}
 		if err := inject(); err != nil {
@@ -627,7 +627,7 @@ func (s *soak) hcsemuRestarts(ctx context.Context, t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range rs {
-			code, err := exitOf(r.exit, 2*hcsTimeout+time.Minute)
+			code, err := harness.ExitCode(r.exit, 2*hcsTimeout+time.Minute)
 			if err != nil {
 				t.Fatalf("%s after hcsemu died: %v", r.c.ID(), err)
 			}

@@ -10,22 +10,19 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	apievents "github.com/containerd/containerd/api/events"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
-	"github.com/containerd/platforms"
-	"github.com/containerd/typeurl/v2"
 
 	emuclient "github.com/openhcs/runhcs/internal/hcsemu/client"
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/protocols/options"
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
 
@@ -56,29 +53,21 @@ func (s *soak) hvImage(ctx context.Context) (containerd.Image, error) {
 	if img != nil {
 		return img, nil
 	}
-	wl, err := harness.Workload()
+	def, wl, err := harness.TestImage("docker.io/runhcs/soak-hyperv-pause:latest")
 	if err != nil {
 		return nil, err
 	}
-	def := image.Default(wl)
-	def.Name = "docker.io/runhcs/soak-hyperv-pause:latest"
 	def.Layers = []image.Layer{image.BaseLayer(wl, image.BaseOptions{UtilityVM: true})}
-	p := filepath.Join(s.env.Root, "soak-hyperv-pause.tar")
-	if err := def.WriteFile(p); err != nil {
+	if err := s.env.ImportTestImage(ctx, def); err != nil {
 		return nil, err
-	}
-	if err := s.env.ImportImage(ctx, p); err != nil {
-		return nil, fmt.Errorf("import %s: %w", def.Name, err)
 	}
 	client, _, err := s.cl(ctx)
 	if err != nil {
 		return nil, err
 	}
-	got, err := client.GetImage(ctx, def.Name)
-	if err != nil {
+	if img, err = harness.WindowsImage(ctx, client, def.Name); err != nil {
 		return nil, err
 	}
-	img = containerd.NewImageWithPlatform(client, got.Metadata(), platforms.Only(platforms.MustParse(harness.Platform)))
 	s.mu.Lock()
 	s.hvImg = img
 	s.mu.Unlock()
@@ -96,18 +85,8 @@ func (s *soak) hvContainer(ctx context.Context, pod, id, kind string, args []str
 	if err != nil {
 		return nil, err
 	}
-	cfg := oci.WithImageConfig(img)
-	if args != nil {
-		cfg = oci.WithImageConfigArgs(img, args)
-	}
-	return client.NewContainer(ctx, id,
-		containerd.WithImage(img),
-		containerd.WithSnapshotter(harness.Snapshotter),
-		containerd.WithNewSnapshot(id+"-rootfs", img),
-		containerd.WithRuntime(harness.Runtime, hvOptions),
-		containerd.WithNewSpec(oci.WithDefaultSpecForPlatform(harness.Platform), cfg,
-			oci.WithAnnotations(map[string]string{annotationSandboxID: pod, annotationContainerType: kind})),
-	)
+	return harness.NewContainer(ctx, client, id, img, args,
+		[]oci.SpecOpts{oci.WithAnnotations(map[string]string{annotationSandboxID: pod, annotationContainerType: kind})}, hvOptions)
 }
 
 // startPod creates and starts the sandbox of pod: its VM runs when this returns.
@@ -147,7 +126,7 @@ func (s *soak) stopPod(ctx context.Context, p *hvPod) error {
 	if err := p.task.Kill(ctx, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("kill sandbox %s: %w", p.id, err)
 	}
-	if _, err := exitOf(p.exit, time.Minute); err != nil {
+	if _, err := harness.ExitCode(p.exit, time.Minute); err != nil {
 		return fmt.Errorf("sandbox %s: %w", p.id, err)
 	}
 	if _, err := p.task.Delete(ctx); err != nil {
@@ -176,7 +155,7 @@ func (s *soak) removePod(pod string, ids ...string) error {
 				if err := tk.Kill(ctx, syscall.SIGKILL); err != nil && !errdefs.IsNotFound(err) {
 					errs = append(errs, fmt.Errorf("kill sandbox %s: %w", pod, err))
 				}
-				_, _ = exitOf(st, time.Minute)
+				_, _ = harness.ExitCode(st, time.Minute)
 			}
 		}
 	}
@@ -218,7 +197,7 @@ func (s *soak) hvChurn(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	held := strings.Join(s.env.Residue(ctx), "\n")
-	for _, want := range []string{"compute system hv-probe@vm", "VM init process ", "network namespace " + filepath.Join(s.env.Root, "hcsemu", "netns", "vm-"), "cgroup ", "shim process "} {
+	for _, want := range []string{"compute system hv-probe@vm", "VM init process ", "network namespace " + filepath.Join(layout.NetnsDir(s.env.HCSEmuRoot()), layout.VMNetnsPrefix), "cgroup ", "shim process "} {
 		if !strings.Contains(held, want) {
 			t.Errorf("with a Hyper-V pod running, Residue does not list a %q: %s", want, held)
 		}
@@ -229,34 +208,7 @@ func (s *soak) hvChurn(ctx context.Context, t *testing.T) {
 	s.checkClean(ctx, t, "the probe pod")
 
 	start := time.Now()
-	next := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	for w := 0; w < s.cfg.hvParallel; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := s.hvCycle(ctx, fmt.Sprintf("hv-churn-%d", i)); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := 0; i < s.cfg.hvPods; i++ {
-		mu.Lock()
-		failed := len(errs) > 0
-		mu.Unlock()
-		if failed {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	errs := harness.Churn(s.cfg.hvPods, s.cfg.hvParallel, func(i int) error { return s.hvCycle(ctx, fmt.Sprintf("hv-churn-%d", i)) })
 	if len(errs) > 0 {
 		t.Fatalf("Hyper-V churn: %d pods failed; first: %v", len(errs), errs[0])
 	}
@@ -264,134 +216,14 @@ func (s *soak) hvChurn(ctx context.Context, t *testing.T) {
 	s.checkClean(ctx, t, "Hyper-V churn")
 }
 
-// exitEvents counts containerd's TaskExit events of init processes and its TaskDelete events,
-// by container id, from a subscription made live before the step acts.
-type exitEvents struct {
-	mu      sync.Mutex
-	exits   map[string]int
-	deleted map[string]bool
-}
-
-const syncTopic = "/soak/sync"
-
-func (s *soak) watchExits(ctx context.Context, t *testing.T) *exitEvents {
+// watchExits watches the TaskExit and TaskDelete events of the suite's client from now on.
+func (s *soak) watchExits(ctx context.Context, t *testing.T) *harness.TaskEvents {
 	t.Helper()
 	client, _, err := s.cl(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := &exitEvents{exits: map[string]int{}, deleted: map[string]bool{}}
-	ctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	envelopes, errc := client.EventService().Subscribe(ctx, `topic=="/tasks/exit"`, `topic=="/tasks/delete"`, `topic=="`+syncTopic+`"`)
-	live := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case e := <-envelopes:
-				if e.Topic == syncTopic {
-					select {
-					case <-live:
-					default:
-						close(live)
-					}
-					continue
-				}
-				v, err := typeurl.UnmarshalAny(e.Event)
-				if err != nil {
-					continue
-				}
-				ev.mu.Lock()
-				switch x := v.(type) {
-				case *apievents.TaskExit:
-					if x.ID == x.ContainerID {
-						ev.exits[x.ContainerID]++
-					}
-				case *apievents.TaskDelete:
-					ev.deleted[x.ContainerID] = true
-				}
-				ev.mu.Unlock()
-			case <-errc:
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	// Subscribe returns before containerd has the subscription; an event of our own that comes
-	// back says it is live.
-	for deadline := time.After(30 * time.Second); ; {
-		if err := client.EventService().Publish(ctx, syncTopic, &apievents.ContainerUpdate{ID: "sync"}); err != nil {
-			t.Fatalf("publish %s: %v", syncTopic, err)
-		}
-		select {
-		case <-live:
-			return ev
-		case <-time.After(100 * time.Millisecond):
-		case <-deadline:
-			t.Fatal("the event subscription did not become live in 30s")
-		}
-	}
-}
-
-// check waits for the TaskDelete events of ids (a shim publishes a task's events in order, so
-// every TaskExit of a task comes before its TaskDelete) and then wants exactly one TaskExit of
-// each.
-func (ev *exitEvents) check(ids []string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		ev.mu.Lock()
-		all := true
-		for _, id := range ids {
-			all = all && ev.deleted[id]
-		}
-		counts := map[string]int{}
-		for _, id := range ids {
-			counts[id] = ev.exits[id]
-		}
-		ev.mu.Unlock()
-		if all {
-			var errs []error
-			for _, id := range ids {
-				if counts[id] != 1 {
-					errs = append(errs, fmt.Errorf("%s: %d TaskExit events, want 1", id, counts[id]))
-				}
-			}
-			return errors.Join(errs...)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no TaskDelete events for all of %v within %v", ids, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// waitExits waits until each of ids has a TaskExit event, and then wants exactly one of each.
-func (ev *exitEvents) waitExits(ids []string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		ev.mu.Lock()
-		counts := map[string]int{}
-		all := true
-		for _, id := range ids {
-			counts[id] = ev.exits[id]
-			all = all && counts[id] > 0
-		}
-		ev.mu.Unlock()
-		if all {
-			var errs []error
-			for _, id := range ids {
-				if counts[id] != 1 {
-					errs = append(errs, fmt.Errorf("%s: %d TaskExit events, want 1", id, counts[id]))
-				}
-			}
-			return errors.Join(errs...)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("TaskExit events within %v: %v, want one of each of %v", d, counts, ids)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return harness.WatchTaskEvents(ctx, t, client)
 }
 
 // hvPodWithTwo starts pod with two workload containers running in it.
@@ -427,7 +259,7 @@ func (s *soak) vmCrashes(ctx context.Context, t *testing.T) {
 	t.Logf("soak: VM crashes: %d, each of a pod with 2 containers (3 tasks, one TaskExit each), in %v", s.cfg.vmCrashes, time.Since(start).Round(time.Millisecond))
 }
 
-func (s *soak) vmCrash(ctx context.Context, f *emuclient.Fault, ev *exitEvents, pod string) (err error) {
+func (s *soak) vmCrash(ctx context.Context, f *emuclient.Fault, ev *harness.TaskEvents, pod string) (err error) {
 	defer func() {
 		if err != nil {
 			if rerr := s.removePod(pod, pod+"-a", pod+"-b"); rerr != nil {
@@ -442,11 +274,11 @@ func (s *soak) vmCrash(ctx context.Context, f *emuclient.Fault, ev *exitEvents, 
 	if _, err := f.Crash(pod + "@vm"); err != nil {
 		return fmt.Errorf("crash %s@vm: %w", pod, err)
 	}
-	if _, err := exitOf(p.exit, time.Minute); err != nil {
+	if _, err := harness.ExitCode(p.exit, time.Minute); err != nil {
 		return fmt.Errorf("sandbox %s after its VM crashed: %w", pod, err)
 	}
 	for _, r := range rs {
-		if _, err := exitOf(r.exit, time.Minute); err != nil {
+		if _, err := harness.ExitCode(r.exit, time.Minute); err != nil {
 			return fmt.Errorf("container %s after its VM crashed: %w", r.c.ID(), err)
 		}
 	}
@@ -466,7 +298,7 @@ func (s *soak) vmCrash(ctx context.Context, f *emuclient.Fault, ev *exitEvents, 
 	if err := p.c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", pod, err)
 	}
-	return ev.check(ids, time.Minute)
+	return ev.CheckDeleted(ids, time.Minute)
 }
 
 // hvShimKills SIGKILLs a Hyper-V pod's shim cfg.hvKills times, each while two containers run in
@@ -485,7 +317,7 @@ func (s *soak) hvShimKills(ctx context.Context, t *testing.T) {
 	t.Logf("soak: Hyper-V shim kills: %d, each of a pod with 2 containers running, in %v", s.cfg.hvKills, time.Since(start).Round(time.Millisecond))
 }
 
-func (s *soak) hvShimKill(ctx context.Context, t *testing.T, ev *exitEvents, pod string) error {
+func (s *soak) hvShimKill(ctx context.Context, t *testing.T, ev *harness.TaskEvents, pod string) error {
 	p, rs, err := s.hvPodWithTwo(ctx, pod)
 	if err != nil {
 		return err
@@ -500,7 +332,7 @@ func (s *soak) hvShimKill(ctx context.Context, t *testing.T, ev *exitEvents, pod
 	// containerd's Wait ends with the shim's connection (an error or an exit status); what
 	// matters is that it ends, and what containerd's cleanup leaves.
 	for _, ch := range []<-chan containerd.ExitStatus{p.exit, rs[0].exit, rs[1].exit} {
-		if _, err := exitOf(ch, time.Minute); err != nil && strings.Contains(err.Error(), "no exit within") {
+		if _, err := harness.ExitCode(ch, time.Minute); err != nil && strings.Contains(err.Error(), "no exit within") {
 			return err
 		}
 	}
@@ -509,7 +341,7 @@ func (s *soak) hvShimKill(ctx context.Context, t *testing.T, ev *exitEvents, pod
 	}
 	// containerd publishes a TaskExit of each task of the dead shim (its cleanup after a dead
 	// shim); none may be lost, none doubled.
-	if err := ev.waitExits([]string{pod, pod + "-a", pod + "-b"}, time.Minute); err != nil {
+	if err := ev.CheckExited([]string{pod, pod + "-a", pod + "-b"}, time.Minute); err != nil {
 		return err
 	}
 	client, _, err := s.cl(ctx)

@@ -3,7 +3,7 @@ package soak
 import (
 	"testing"
 
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 )
 
 func TestMain(m *testing.M) { harness.Main(m) }

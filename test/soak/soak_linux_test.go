@@ -1,7 +1,6 @@
 package soak
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,12 +16,10 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
-	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
-	"github.com/containerd/platforms"
 
 	"github.com/openhcs/runhcs/internal/shim/task"
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 	"github.com/openhcs/runhcs/test/image"
 )
 
@@ -199,13 +196,12 @@ func (s *soak) cl(ctx context.Context) (*containerd.Client, containerd.Image, er
 	if err != nil {
 		return nil, nil, err
 	}
-	img, err := c.GetImage(ctx, s.env.Image)
+	img, err := harness.WindowsImage(ctx, c, s.env.Image)
 	if err != nil {
 		c.Close()
 		return nil, nil, err
 	}
-	s.client = c
-	s.img = containerd.NewImageWithPlatform(c, img.Metadata(), platforms.Only(platforms.MustParse(harness.Platform)))
+	s.client, s.img = c, img
 	return s.client, s.img, nil
 }
 
@@ -222,43 +218,13 @@ func (s *soak) closeClient() {
 // workload is the test image's workload command line with args.
 func workload(args ...string) []string { return append([]string{image.WorkloadPath}, args...) }
 
-// syncBuffer collects a stdio stream for a reader that polls it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-// waitFor waits until buf holds want, or d passes.
-func waitFor(buf *syncBuffer, want string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for !strings.Contains(buf.String(), want) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%q not in the output %q after %v", want, buf.String(), d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return nil
-}
-
 // running is a container with a started task whose init process is `workload wait-signal 7`:
 // it prints "waiting", and on SIGTERM "got SIGTERM", and exits 7.
 type running struct {
 	c      containerd.Container
 	task   containerd.Task
 	exit   <-chan containerd.ExitStatus
-	stdout *syncBuffer
+	stdout *harness.SyncBuffer
 }
 
 // newContainer creates container id running args, without a task.
@@ -267,13 +233,7 @@ func (s *soak) newContainer(ctx context.Context, id string, args ...string) (con
 	if err != nil {
 		return nil, err
 	}
-	return client.NewContainer(ctx, id,
-		containerd.WithImage(img),
-		containerd.WithSnapshotter(harness.Snapshotter),
-		containerd.WithNewSnapshot(id+"-rootfs", img),
-		containerd.WithRuntime(harness.Runtime, nil),
-		containerd.WithNewSpec(oci.WithDefaultSpecForPlatform(harness.Platform), oci.WithImageConfigArgs(img, args)),
-	)
+	return harness.NewContainer(ctx, client, id, img, args, nil, nil)
 }
 
 func (s *soak) fifoDir() string { return filepath.Join(s.env.Root, "fifo") }
@@ -291,7 +251,7 @@ func (s *soak) start(ctx context.Context, id string) (*running, error) {
 // waiting until it says "waiting".
 func (s *soak) startTask(ctx context.Context, c containerd.Container) (*running, error) {
 	id := c.ID()
-	r := &running{c: c, stdout: &syncBuffer{}}
+	r := &running{c: c, stdout: &harness.SyncBuffer{}}
 	tk, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, r.stdout, r.stdout), cio.WithFIFODir(s.fifoDir())))
 	if err != nil {
 		return r, fmt.Errorf("create task %s: %w", id, err)
@@ -303,7 +263,7 @@ func (s *soak) startTask(ctx context.Context, c containerd.Container) (*running,
 	if err := tk.Start(ctx); err != nil {
 		return r, fmt.Errorf("start task %s: %w", id, err)
 	}
-	if err := waitFor(r.stdout, "waiting\n", time.Minute); err != nil {
+	if err := r.stdout.WaitFor("waiting\n", time.Minute); err != nil {
 		return r, fmt.Errorf("task %s: %w", id, err)
 	}
 	return r, nil
@@ -317,7 +277,7 @@ func (s *soak) exec(ctx context.Context, r *running, execID, token string) error
 	}
 	ps := *spec.Process
 	ps.Args, ps.CommandLine, ps.Terminal = workload("echo", token), "", false
-	out := &syncBuffer{}
+	out := &harness.SyncBuffer{}
 	p, err := r.task.Exec(ctx, execID, &ps, cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(s.fifoDir())))
 	if err != nil {
 		return fmt.Errorf("exec %s in %s: %w", execID, r.c.ID(), err)
@@ -330,11 +290,11 @@ func (s *soak) exec(ctx context.Context, r *running, execID, token string) error
 		_, _ = p.Delete(ctx, containerd.WithProcessKill)
 		return fmt.Errorf("start exec %s in %s: %w", execID, r.c.ID(), err)
 	}
-	code, err := exitOf(st, time.Minute)
+	code, err := harness.ExitCode(st, time.Minute)
 	if err != nil || code != 0 {
 		return fmt.Errorf("exec %s in %s: exit %d, %v; want 0", execID, r.c.ID(), code, err)
 	}
-	if err := waitFor(out, token+"\n", 30*time.Second); err != nil {
+	if err := out.WaitFor(token+"\n", 30*time.Second); err != nil {
 		return fmt.Errorf("exec %s in %s: %w", execID, r.c.ID(), err)
 	}
 	if _, err := p.Delete(ctx); err != nil {
@@ -349,11 +309,11 @@ func (s *soak) stop(ctx context.Context, r *running) error {
 	if err := r.task.Kill(ctx, syscall.SIGTERM); err != nil {
 		return fmt.Errorf("kill %s: %w", id, err)
 	}
-	code, err := exitOf(r.exit, time.Minute)
+	code, err := harness.ExitCode(r.exit, time.Minute)
 	if err != nil || code != 7 {
 		return fmt.Errorf("task %s: exit %d, %v; want 7 after SIGTERM", id, code, err)
 	}
-	if err := waitFor(r.stdout, "waiting\ngot SIGTERM\n", 30*time.Second); err != nil {
+	if err := r.stdout.WaitFor("waiting\ngot SIGTERM\n", 30*time.Second); err != nil {
 		return fmt.Errorf("task %s: %w", id, err)
 	}
 	if _, err := r.task.Delete(ctx); err != nil {
@@ -363,16 +323,6 @@ func (s *soak) stop(ctx context.Context, r *running) error {
 		return fmt.Errorf("delete container %s: %w", id, err)
 	}
 	return nil
-}
-
-func exitOf(ch <-chan containerd.ExitStatus, d time.Duration) (uint32, error) {
-	select {
-	case st := <-ch:
-		code, _, err := st.Result()
-		return code, err
-	case <-time.After(d):
-		return 0, fmt.Errorf("no exit within %v", d)
-	}
 }
 
 // cycle is one create/start/exec/kill/delete of container id, with its output checked.
@@ -427,34 +377,7 @@ func (s *soak) remove(id string) error {
 // churn runs cfg.cycles cycles, cfg.parallel at a time.
 func (s *soak) churn(ctx context.Context, t *testing.T) {
 	start := time.Now()
-	next := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	for w := 0; w < s.cfg.parallel; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := s.cycle(ctx, fmt.Sprintf("churn-%d", i)); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := 0; i < s.cfg.cycles; i++ {
-		mu.Lock()
-		failed := len(errs) > 0
-		mu.Unlock()
-		if failed {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	errs := harness.Churn(s.cfg.cycles, s.cfg.parallel, func(i int) error { return s.cycle(ctx, fmt.Sprintf("churn-%d", i)) })
 	if len(errs) > 0 {
 		t.Fatalf("churn: %d cycles failed; first: %v", len(errs), errs[0])
 	}

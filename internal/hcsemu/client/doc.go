@@ -8,6 +8,7 @@
 // HNSClient (hns_unix.go) is the computenetwork.API that internal/hns uses off Windows: the
 // daemon's HNS over a connection of its own; NewHNS and DialHNS find it the same way.
 //
-// It imports computecore and computenetwork (the APIs it implements) and wire, nothing above
-// them; only internal/hcs, internal/hns, the emulator's tests and the e2e harness import it.
+// It imports computecore and computenetwork (the APIs it implements), internal/hcs/schema2 and
+// wire, nothing above them; only internal/hcs, internal/hns, cmd/hcsemu (its fault command), the
+// emulator's tests and the test harnesses (test/harness, test/winnode) import it.
 package client

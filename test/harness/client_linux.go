@@ -15,6 +15,51 @@ import (
 	"github.com/containerd/platforms"
 )
 
+// WindowsImage returns image ref of client for the test images' platform (Platform), whatever
+// platform the client runs on.
+func WindowsImage(ctx context.Context, client *containerd.Client, ref string) (containerd.Image, error) {
+	img, err := client.GetImage(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", ref, err)
+	}
+	return containerd.NewImageWithPlatform(client, img.Metadata(), platforms.Only(platforms.MustParse(Platform))), nil
+}
+
+// windowsImage is WindowsImage of ref, or of the environment's default test image when ref is
+// empty.
+func (e *Env) windowsImage(ctx context.Context, client *containerd.Client, ref string) (containerd.Image, error) {
+	if ref == "" {
+		ref = e.Image
+	}
+	return WindowsImage(ctx, client, ref)
+}
+
+// NewContainer creates container id with containerd's Go client, as CRI and ctr do for a
+// Windows container: a Windows default spec (oci.WithDefaultSpecForPlatform, so it works the
+// same against containerd 2.x and 1.7) with img's config, args replacing its command when not
+// empty, then specOpts; a new snapshot of img in the wcow snapshotter; the runhcs runtime with
+// runtimeOptions (a *options.Options, or nil).
+func NewContainer(ctx context.Context, client *containerd.Client, id string, img containerd.Image, args []string, specOpts []oci.SpecOpts, runtimeOptions any) (containerd.Container, error) {
+	opts := []oci.SpecOpts{oci.WithDefaultSpecForPlatform(Platform)}
+	if len(args) > 0 {
+		opts = append(opts, oci.WithImageConfigArgs(img, args))
+	} else {
+		opts = append(opts, oci.WithImageConfig(img))
+	}
+	opts = append(opts, specOpts...)
+	c, err := client.NewContainer(ctx, id,
+		containerd.WithImage(img),
+		containerd.WithSnapshotter(Snapshotter),
+		containerd.WithNewSnapshot(id+"-rootfs", img),
+		containerd.WithRuntime(Runtime, runtimeOptions),
+		containerd.WithNewSpec(opts...),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create container %s: %w", id, err)
+	}
+	return c, nil
+}
+
 // ClientRun describes a container RunWithClient creates.
 type ClientRun struct {
 	ID string
@@ -44,32 +89,13 @@ func (e *Env) RunWithClient(ctx context.Context, t testing.TB, r ClientRun) (Run
 	ctx, cancel := context.WithTimeout(Context(ctx), timeout)
 	defer cancel()
 	client := e.Client(t)
-	ref := r.Image
-	if ref == "" {
-		ref = e.Image
-	}
-	img, err := client.GetImage(ctx, ref)
+	img, err := e.windowsImage(ctx, client, r.Image)
 	if err != nil {
-		return RunResult{}, fmt.Errorf("image %s: %w", ref, err)
+		return RunResult{}, err
 	}
-	img = containerd.NewImageWithPlatform(client, img.Metadata(), platforms.Only(platforms.MustParse(Platform)))
-
-	specOpts := []oci.SpecOpts{oci.WithDefaultSpecForPlatform(Platform)}
-	if len(r.Args) > 0 {
-		specOpts = append(specOpts, oci.WithImageConfigArgs(img, r.Args))
-	} else {
-		specOpts = append(specOpts, oci.WithImageConfig(img))
-	}
-	specOpts = append(specOpts, r.SpecOpts...)
-	c, err := client.NewContainer(ctx, r.ID,
-		containerd.WithImage(img),
-		containerd.WithSnapshotter(Snapshotter),
-		containerd.WithNewSnapshot(r.ID+"-rootfs", img),
-		containerd.WithRuntime(Runtime, r.RuntimeOptions),
-		containerd.WithNewSpec(specOpts...),
-	)
+	c, err := NewContainer(ctx, client, r.ID, img, r.Args, r.SpecOpts, r.RuntimeOptions)
 	if err != nil {
-		return RunResult{}, fmt.Errorf("create container %s: %w", r.ID, err)
+		return RunResult{}, err
 	}
 	defer func() {
 		// A fresh context: the run's may have expired, and the container must still go.

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"net"
 	"net/http"
@@ -21,28 +20,23 @@ import (
 	"time"
 
 	emuclient "github.com/openhcs/runhcs/internal/hcsemu/client"
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 )
 
-// cgroupControllers are the cgroup v1 controllers hcsemu makes a group in for each compute
-// system (internal/hcsemu/cgroups_linux.go's cgroupControllers).
-var cgroupControllers = []string{"cpu", "cpuacct", "memory", "freezer", "pids", "blkio"}
+// cgroupRoot is where the cgroup v1 controllers are mounted (hcsemu's default).
+const cgroupRoot = "/sys/fs/cgroup"
+
+// HCSEmuRoot is the root (--root) of this environment's hcsemu.
+func (e *Env) HCSEmuRoot() string { return filepath.Join(e.Root, "hcsemu") }
 
 // HCSEmuCgroups are the folders /sys/fs/cgroup/<controller>/hcsemu/<instance> of this
-// environment's hcsemu. The instance is the FNV-64a hash of hcsemu's absolute root, as
-// internal/hcsemu/engine_linux.go names it.
-func (e *Env) HCSEmuCgroups() []string {
-	root := filepath.Join(e.Root, "hcsemu")
-	if r, err := filepath.EvalSymlinks(root); err == nil {
-		root = r
-	}
-	h := fnv.New64a()
-	h.Write([]byte(root))
-	inst := fmt.Sprintf("%016x", h.Sum64())
-	var dirs []string
-	for _, c := range cgroupControllers {
-		dirs = append(dirs, filepath.Join("/sys/fs/cgroup", c, "hcsemu", inst))
-	}
-	return dirs
+// environment's hcsemu, one per controller, as the emulator names them (package
+// internal/hcsemu/layout): a compute system's group is a folder in each.
+func (e *Env) HCSEmuCgroups() []string { return layout.CgroupDirs(cgroupRoot, e.HCSEmuRoot()) }
+
+// HCSEmuCgroup is the folder of this environment's hcsemu in one cgroup controller.
+func (e *Env) HCSEmuCgroup(controller string) string {
+	return layout.CgroupDir(cgroupRoot, controller, e.HCSEmuRoot())
 }
 
 // Residue lists what the environment holds beyond its idle state (daemons running, the test
@@ -74,12 +68,13 @@ func (e *Env) Residue(ctx context.Context) []string {
 			}
 		}
 	}
-	// hcsemu's network namespaces: netns/host is the emulated host's, for the daemon's life;
-	// every other one is a compartment (an HNS namespace) of some container.
-	if entries, err := os.ReadDir(filepath.Join(e.Root, "hcsemu", "netns")); err == nil {
+	// hcsemu's network namespaces: the host's is the emulated host's, for the daemon's life;
+	// every other one is a compartment (an HNS namespace) of some container, or a VM's.
+	netns := layout.NetnsDir(e.HCSEmuRoot())
+	if entries, err := os.ReadDir(netns); err == nil {
 		for _, ent := range entries {
-			if ent.Name() != "host" {
-				left = append(left, "network namespace "+filepath.Join(e.Root, "hcsemu", "netns", ent.Name()))
+			if ent.Name() != layout.HostNetnsName {
+				left = append(left, "network namespace "+filepath.Join(netns, ent.Name()))
 			}
 		}
 	}
@@ -93,7 +88,7 @@ func (e *Env) Residue(ctx context.Context) []string {
 	for _, pid := range e.shimProcesses() {
 		left = append(left, fmt.Sprintf("shim process %d", pid))
 	}
-	for _, pid := range e.vmInitProcesses() {
+	for _, pid := range e.VMInitProcesses() {
 		left = append(left, fmt.Sprintf("VM init process %d", pid))
 	}
 	// The runtime v2 bundles, by namespace: containerd makes one per task and removes it when
@@ -162,46 +157,22 @@ func (e *Env) shimProcesses() []int {
 	return pids
 }
 
-// vmInitProcesses are the init processes of this environment's emulated utility VMs: hcsemu
-// starts each as "hcsemu-vm-init" in a PID namespace of its own, with the guest's C:\ (a folder
-// under <root>/hcsemu/vms) in its environment (internal/hcsemu/vm_linux.go). Its command line
-// and working folder do not name the root, so shimProcesses' way of finding it does not apply.
-func (e *Env) vmInitProcesses() []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	vms := filepath.Join(e.Root, "hcsemu", "vms") + "/"
-	real := vms
-	if r, err := filepath.EvalSymlinks(filepath.Join(e.Root, "hcsemu")); err == nil {
-		real = filepath.Join(r, "vms") + "/"
-	}
-	var pids []int
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		dir := filepath.Join("/proc", ent.Name())
-		b, err := os.ReadFile(filepath.Join(dir, "cmdline"))
-		if err != nil || strings.TrimRight(string(b), "\x00") != "hcsemu-vm-init" {
-			continue
-		}
-		if st, err := os.ReadFile(filepath.Join(dir, "stat")); err == nil && zombie(st) {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join(dir, "environ"))
-		if err != nil {
-			continue
-		}
-		for _, kv := range strings.Split(string(env), "\x00") {
-			if v, ok := strings.CutPrefix(kv, "HCSEMU_VM_INIT_ROOT="); ok && (strings.HasPrefix(v, vms) || strings.HasPrefix(v, real)) {
-				pids = append(pids, pid)
-				break
-			}
+// VMInitProcesses are the init processes of this environment's emulated utility VMs, found as
+// the emulator names them (package internal/hcsemu/layout): their command line and working
+// folder do not name the root, so shimProcesses' way of finding them does not apply.
+func (e *Env) VMInitProcesses() []int { return layout.VMInitProcesses("/proc", e.HCSEmuRoot()) }
+
+// DaemonPid is the pid of the named daemon (DaemonHCSEmu, DaemonSnapshotter, DaemonContainerd),
+// 0 if the environment has none of that name.
+func (e *Env) DaemonPid(name string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, d := range e.daemons {
+		if d.name == name {
+			return d.cmd.Process.Pid
 		}
 	}
-	return pids
+	return 0
 }
 
 // DaemonStat is a resource count of one long-lived daemon.

@@ -26,11 +26,11 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
-	"github.com/containerd/platforms"
 
 	"github.com/openhcs/runhcs/internal/hcs"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	emuclient "github.com/openhcs/runhcs/internal/hcsemu/client"
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 )
 
 // TaskRun describes a container StartTask creates and leaves running.
@@ -58,7 +58,7 @@ type Task struct {
 	// Exit delivers the init process's exit status (containerd's Task.Wait, set up before Start).
 	Exit <-chan containerd.ExitStatus
 
-	stdout, stderr *syncBuffer
+	stdout, stderr *SyncBuffer
 }
 
 // Stdout is what the init process wrote to stdout (or to its console) so far.
@@ -79,22 +79,47 @@ func (t *Task) WaitOutput(ctx context.Context, s string) error {
 	return nil
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer (the stdio copy) and readers (the test).
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for a writer (a stdio copy) and readers (the test polling
+// it).
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// WaitFor waits until the buffer holds want, or d passes.
+func (s *SyncBuffer) WaitFor(want string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for !strings.Contains(s.String(), want) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%q not in the output %q after %v", want, s.String(), d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// ExitCode waits for an exit status from ch (a task's or process's Wait), at most d, and
+// returns its code.
+func ExitCode(ch <-chan containerd.ExitStatus, d time.Duration) (uint32, error) {
+	select {
+	case st := <-ch:
+		code, _, err := st.Result()
+		return code, err
+	case <-time.After(d):
+		return 0, fmt.Errorf("no exit within %v", d)
+	}
 }
 
 // StartTask creates a container with containerd's Go client (Windows spec, wcow snapshot, the
@@ -105,38 +130,21 @@ func (e *Env) StartTask(ctx context.Context, t testing.TB, r TaskRun) (*Task, er
 	t.Helper()
 	ctx = Context(ctx)
 	client := e.Client(t)
-	ref := r.Image
-	if ref == "" {
-		ref = e.Image
-	}
-	img, err := client.GetImage(ctx, ref)
+	img, err := e.windowsImage(ctx, client, r.Image)
 	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", ref, err)
+		return nil, err
 	}
-	img = containerd.NewImageWithPlatform(client, img.Metadata(), platforms.Only(platforms.MustParse(Platform)))
-	specOpts := []oci.SpecOpts{oci.WithDefaultSpecForPlatform(Platform)}
-	if len(r.Args) > 0 {
-		specOpts = append(specOpts, oci.WithImageConfigArgs(img, r.Args))
-	} else {
-		specOpts = append(specOpts, oci.WithImageConfig(img))
-	}
+	var specOpts []oci.SpecOpts
 	if r.Terminal {
 		specOpts = append(specOpts, oci.WithTTY)
 	}
-	specOpts = append(specOpts, r.SpecOpts...)
-	c, err := client.NewContainer(ctx, r.ID,
-		containerd.WithImage(img),
-		containerd.WithSnapshotter(Snapshotter),
-		containerd.WithNewSnapshot(r.ID+"-rootfs", img),
-		containerd.WithRuntime(Runtime, r.RuntimeOptions),
-		containerd.WithNewSpec(specOpts...),
-	)
+	c, err := NewContainer(ctx, client, r.ID, img, r.Args, append(specOpts, r.SpecOpts...), r.RuntimeOptions)
 	if err != nil {
-		return nil, fmt.Errorf("create container %s: %w", r.ID, err)
+		return nil, err
 	}
 	t.Cleanup(func() { e.removeContainer(t, r.ID) })
 
-	tk := &Task{Container: c, stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	tk := &Task{Container: c, stdout: &SyncBuffer{}, stderr: &SyncBuffer{}}
 	opts := []cio.Opt{cio.WithStreams(r.Stdin, tk.stdout, tk.stderr), cio.WithFIFODir(filepath.Join(e.Root, "fifo"))}
 	if r.Terminal {
 		opts = append(opts, cio.WithTerminal)
@@ -294,7 +302,13 @@ func (e *Env) RestartDaemon(ctx context.Context, name string, sig syscall.Signal
 
 // ShimPids returns the pids of the runhcs shims serving container id (normally one: the
 // serving shim; the `start` and `delete` actions are short-lived and not counted).
-func (e *Env) ShimPids(id string) []int {
+func (e *Env) ShimPids(id string) []int { return e.ServingShims(filepath.Base(e.Bin.Shim), id) }
+
+// ServingShims returns the pids of the processes of the shim binary (a base name: runhcs's, or
+// another runtime's under the same containerd) that serve container id in this environment:
+// their command line names the root (containerd's address is under it) and has `-id <id>`, and
+// they are not a short-lived `start` or `delete` action.
+func (e *Env) ServingShims(binary, id string) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, ent := range entries {
@@ -307,7 +321,7 @@ func (e *Env) ShimPids(id string) []int {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if filepath.Base(args[0]) != filepath.Base(e.Bin.Shim) || !strings.Contains(string(b), e.Root) {
+		if filepath.Base(args[0]) != binary || !strings.Contains(string(b), e.Root) {
 			continue
 		}
 		match, action := false, false
@@ -357,8 +371,8 @@ func (e *Env) SnapshotMounts(ctx context.Context, t testing.TB, c containerd.Con
 }
 
 // HostNetnsPath is the emulated Windows host's network namespace of this environment's hcsemu
-// (a bind mount that lives as long as the daemon; see internal/hcsemu/hnsnet_linux.go).
-func (e *Env) HostNetnsPath() string { return filepath.Join(e.Root, "hcsemu", "netns", "host") }
+// (a bind mount that lives as long as the daemon; see internal/hcsemu/layout).
+func (e *Env) HostNetnsPath() string { return layout.HostNetns(e.HCSEmuRoot()) }
 
 // TaskMountsUnderRoot lists the mounts under the environment's root other than the running
 // hcsemu's own: its host namespace and its utility VMs' folder (<root>/vms, made a shared
@@ -366,7 +380,7 @@ func (e *Env) HostNetnsPath() string { return filepath.Join(e.Root, "hcsemu", "n
 // are listed). What is listed is what tasks, VMs, layers and HNS objects left mounted.
 func (e *Env) TaskMountsUnderRoot() []string {
 	var out []string
-	vms := filepath.Join(e.Root, "hcsemu", "vms")
+	vms := layout.VMsDir(e.HCSEmuRoot())
 	for _, m := range mountsUnder(e.Root) {
 		if m != e.HostNetnsPath() && m != vms {
 			out = append(out, m)

@@ -167,7 +167,7 @@ func New(ctx context.Context, o Options, registered func(*Env)) (_ *Env, err err
 		return e, err
 	}
 	// Debug logs: their tails are what a failed test prints.
-	hcsemu := append([]string{"--address", e.HCSEmuAddress, "--root", filepath.Join(root, "hcsemu"), "--log-level", "debug"}, o.HCSEmuArgs...)
+	hcsemu := append([]string{"--address", e.HCSEmuAddress, "--root", e.HCSEmuRoot(), "--log-level", "debug"}, o.HCSEmuArgs...)
 	if err := e.startDaemon(ctx, "hcsemu", bins.HCSEmu, hcsemu, nil, e.HCSEmuAddress); err != nil {
 		return e, err
 	}

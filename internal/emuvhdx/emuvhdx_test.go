@@ -1,4 +1,4 @@
-package wire
+package emuvhdx
 
 import (
 	"encoding/json"
@@ -17,16 +17,16 @@ func TestVHDXFileSystemDir(t *testing.T) {
 		fs, want string
 		ok       bool
 	}{
-		{"", disk + VHDXFSSuffix, true},
+		{"", disk + FSSuffix, true},
 		{".", filepath.Join("/s", "snap"), true},
 		{"vm", filepath.Join("/s", "snap", "vm"), true},
 		{"..", "", false},
 		{"../other", "", false},
 		{abs, "", false},
 	} {
-		var h VHDXHeader
-		if err := json.Unmarshal(EncodeVHDX(1, tc.fs), &h); err != nil || h.Format != VHDXFormat || h.VirtualSize != 1 || h.FileSystem != tc.fs {
-			t.Fatalf("EncodeVHDX(1, %q) decodes to %+v, %v", tc.fs, h, err)
+		var h Header
+		if err := json.Unmarshal(Encode(1, tc.fs), &h); err != nil || h.Format != Format || h.VirtualSize != 1 || h.FileSystem != tc.fs {
+			t.Fatalf("Encode(1, %q) decodes to %+v, %v", tc.fs, h, err)
 		}
 		got, err := h.FileSystemDir(disk)
 		if (err == nil) != tc.ok || got != tc.want {

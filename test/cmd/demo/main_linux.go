@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/openhcs/runhcs/test/e2e/harness"
+	"github.com/openhcs/runhcs/test/harness"
 )
 
 func main() {

@@ -1,0 +1,237 @@
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/openhcs/runhcs"
+
+// rules lists, for each runhcs package (relative to the module), the runhcs packages its
+// non-test files may import, for any GOOS. Top of the stack first; see DESIGN.md and each
+// package's doc.go, which say the same in prose.
+var rules = map[string][]string{
+	// The programs: thin mains over their package.
+	"cmd/containerd-shim-runhcs-v1":   {"internal/shim"},
+	"cmd/containerd-wcow-snapshotter": {"internal/snapshot", "internal/wclayer"},
+	"cmd/hcsemu":                      {"internal/computecore", "internal/hcsemu", "internal/hcsemu/client", "internal/hcsemu/wire"},
+	"cmd/shimdiag":                    {"protocols/diag"},
+
+	// The shim: the service, then the lifecycle packages under it.
+	"internal/shim": {"internal/atomicfile", "internal/computecore", "internal/hcs", "internal/hcs/schema2",
+		"internal/layers", "internal/oci", "internal/shim/stdio", "internal/shim/task", "internal/uvm",
+		"protocols/diag", "protocols/options", "protocols/stats"},
+	"internal/shim/task": {"internal/atomicfile", "internal/hcs", "internal/hcs/schema2", "internal/hns",
+		"internal/hns/hcn", "internal/layers", "internal/oci", "internal/shim/stdio", "internal/uvm",
+		"protocols/options", "protocols/stats"},
+	"internal/shim/stdio": nil,
+	"internal/uvm": {"internal/hcs", "internal/hcs/schema2", "internal/hns", "internal/hns/hcn", "internal/oci",
+		"protocols/options", "protocols/stats"},
+	"internal/oci": {"internal/computenetwork", "internal/hcs/schema2", "internal/winargs", "protocols/options"},
+
+	// Storage: the snapshotter and the layer mounts on the Windows layer format, which is a leaf.
+	"internal/snapshot": {"internal/emuvhdx", "internal/wclayer"},
+	"internal/layers":   {"internal/wclayer"},
+	"internal/wclayer":  nil,
+
+	// The typed clients of HCS and HNS, over the bare API surfaces; off Windows they choose the
+	// emulator's client.
+	"internal/hcs":            {"internal/computecore", "internal/hcs/schema2", "internal/hcsemu/client"},
+	"internal/hns":            {"internal/computenetwork", "internal/hcsemu/client", "internal/hns/hcn"},
+	"internal/hcs/schema2":    nil,
+	"internal/hns/hcn":        nil,
+	"internal/computecore":    nil,
+	"internal/computenetwork": nil,
+
+	// The emulator, its client and its neutral leaves.
+	"internal/hcsemu": {"internal/atomicfile", "internal/computecore", "internal/computenetwork", "internal/emuvhdx",
+		"internal/hcs/schema2", "internal/hcsemu/layout", "internal/hcsemu/wire", "internal/hns/hcn",
+		"internal/wclayer", "internal/winargs"},
+	"internal/hcsemu/client": {"internal/computecore", "internal/computenetwork", "internal/hcs/schema2", "internal/hcsemu/wire"},
+	"internal/hcsemu/wire":   {"internal/computecore", "internal/hcs/schema2"},
+	"internal/hcsemu/layout": nil,
+	"internal/emuvhdx":       nil,
+
+	// Small shared leaves.
+	"internal/atomicfile": nil,
+	"internal/winargs":    nil,
+	"internal/testenv":    nil,
+	"internal/wintest":    nil,
+	"internal/layering":   nil,
+
+	"protocols":         nil,
+	"protocols/diag":    nil,
+	"protocols/options": nil,
+	"protocols/stats":   nil,
+
+	// Tests and their helpers. The suites' own files are test files (held by the suite rules
+	// below); their non-test imports are none.
+	"test/harness": {"internal/hcs", "internal/hcs/schema2", "internal/hcsemu/client", "internal/hcsemu/layout",
+		"internal/testenv", "test/image"},
+	"test/image":             {"internal/emuvhdx"},
+	"test/image/cmd/mkimage": {"test/image"},
+	"test/workload":          {"internal/winargs"},
+	"test/wincat":            nil,
+	"test/cmd/demo":          {"test/harness"},
+	"test/winnode": {"internal/atomicfile", "internal/hcsemu", "internal/hcsemu/client", "internal/hns",
+		"internal/hns/hcn", "test/image"},
+	"test/e2e":   nil,
+	"test/soak":  nil,
+	"test/bench": nil,
+	"test/cri":   nil,
+}
+
+// standardOnly are the leaves that import nothing outside the standard library either: the
+// workload links winargs into a container's binary, and the rest are formats every side shares.
+var standardOnly = []string{"internal/winargs", "internal/hcs/schema2", "internal/emuvhdx", "internal/hcsemu/layout"}
+
+// suites are the test suites: nothing imports them, and they import no other suite (a helper
+// two suites need goes into test/harness).
+var suites = []string{"test/e2e", "test/soak", "test/bench", "test/cri", "test/winnode"}
+
+// emulatorUsers may import internal/hcsemu and internal/hcsemu/client, with any of their test
+// files; every other package, tests included, reaches the emulator only through internal/hcs and
+// internal/hns (or, for tests, through test/harness).
+var emulatorUsers = []string{"cmd/hcsemu", "internal/hcs", "internal/hns", "internal/hcsemu", "test/harness",
+	"test/winnode", "test/e2e", "test/soak"}
+
+// pkg is what the test reads of `go list -json`.
+type pkg struct {
+	ImportPath   string
+	Standard     bool
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	Deps         []string
+	GoFiles      []string
+	Error        *struct{ Err string }
+}
+
+func TestImportRules(t *testing.T) {
+	for _, goos := range []string{"linux", "windows"} {
+		t.Run(goos, func(t *testing.T) {
+			pkgs := list(t, goos)
+			if len(pkgs) < 20 {
+				t.Fatalf("go list found %d packages: not the module", len(pkgs))
+			}
+			for _, p := range pkgs {
+				check(t, p)
+			}
+		})
+	}
+}
+
+// check applies every rule to one package.
+func check(t *testing.T, p pkg) {
+	t.Helper()
+	name := strings.TrimPrefix(p.ImportPath, module+"/")
+	allowed, owner, ok := allowedFor(name)
+	if !ok {
+		t.Errorf("%s: no entry in the import rules and no listed parent folder: add it to rules with the runhcs packages it may import", name)
+		return
+	}
+	if owner != name {
+		t.Logf("%s: not in the import rules; held to %s's (give it an entry of its own)", name, owner)
+	}
+	for _, imp := range own(p.Imports) {
+		if !slices.Contains(allowed, imp) && !(owner != name && strings.HasPrefix(imp, owner+"/") && imp != name) {
+			t.Errorf("%s imports %s, which its layer may not (allowed: %v)", name, imp, allowed)
+		}
+	}
+	if slices.Contains(standardOnly, name) {
+		for _, d := range p.Deps {
+			if first, _, _ := strings.Cut(d, "/"); strings.Contains(first, ".") {
+				t.Errorf("%s depends on %s: it imports the standard library only", name, d)
+			}
+		}
+	}
+	all := own(slices.Concat(p.Imports, p.TestImports, p.XTestImports))
+	for _, imp := range all {
+		if strings.HasPrefix(name, "internal/") && strings.HasPrefix(imp, "test/") {
+			t.Errorf("%s imports %s: no internal/ package, nor its tests, imports test/", name, imp)
+		}
+		if strings.HasPrefix(imp, "cmd/") {
+			t.Errorf("%s imports %s: a command is imported by nobody", name, imp)
+		}
+		for _, s := range suites {
+			if (imp == s || strings.HasPrefix(imp, s+"/")) && !(name == s || strings.HasPrefix(name, s+"/")) {
+				t.Errorf("%s imports %s, a test suite: shared helpers live in test/harness", name, imp)
+			}
+		}
+		if (imp == "internal/hcsemu" || imp == "internal/hcsemu/client") && !slices.Contains(emulatorUsers, name) && !strings.HasPrefix(name, "internal/hcsemu/") {
+			t.Errorf("%s imports %s: only %v reach into the emulator", name, imp, emulatorUsers)
+		}
+	}
+}
+
+// allowedFor returns the rule of name, or of its nearest listed parent folder (owner).
+func allowedFor(name string) (allowed []string, owner string, ok bool) {
+	for p := name; p != "." && p != ""; p = filepath.ToSlash(filepath.Dir(p)) {
+		if a, ok := rules[p]; ok {
+			return a, p, true
+		}
+	}
+	return nil, "", false
+}
+
+// own keeps the runhcs packages of imports, relative to the module, sorted.
+func own(imports []string) []string {
+	var out []string
+	for _, imp := range imports {
+		if rel, ok := strings.CutPrefix(imp, module+"/"); ok && !slices.Contains(out, rel) {
+			out = append(out, rel)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// list runs `go list -e -json ./...` for goos at the module's root. Packages without files for
+// goos (the Linux-only suites on Windows) are left out; any other error fails t.
+func list(t *testing.T, goos string) []pkg {
+	t.Helper()
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	cmd := exec.Command("go", "list", "-e", "-json", "./...")
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOFLAGS=")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("GOOS=%s go list: %v\n%s", goos, err, stderr.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("GOOS=%s go list output: %v", goos, err)
+		}
+		if p.Error != nil {
+			if len(p.GoFiles) == 0 && strings.Contains(p.Error.Err, "build constraints exclude all Go files") {
+				continue
+			}
+			t.Errorf("GOOS=%s go list %s: %s", goos, p.ImportPath, p.Error.Err)
+			continue
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) == 0 {
+		t.Fatalf("GOOS=%s go list listed no package", goos)
+	}
+	return pkgs
+}
