@@ -75,10 +75,7 @@ func TestCheck(t *testing.T) {
 // TestRepository checks the repository's own documentation, as hack/lint.sh does.
 func TestRepository(t *testing.T) {
 	root := "../.."
-	var files []string
-	for _, f := range []string{"README.md", "CONTRIBUTING.md"} {
-		files = append(files, f)
-	}
+	files := []string{"README.md", "CONTRIBUTING.md"}
 	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
 			rel, _ := filepath.Rel(root, path)
