@@ -4,19 +4,35 @@
 # snapshotter and win-bridge under Wine, hcsemu as the host's HCS, HNS and storage filter, and a
 # loopback registry with the Windows-format test images. As root.
 #
+#   hack/winnode.sh deps
 #   hack/winnode.sh up [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows]
 #   hack/winnode.sh down [--root DIR]
 #   hack/winnode.sh run [--root DIR] PROGRAM ARGS…
 #   hack/winnode.sh test [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows] [go test flags…]
 #
-# up builds what is missing (cached in $RUNHCS_CACHE), starts the node and prints its
+# deps installs the Debian packages the node needs beyond Wine (hack/wine/setup.sh installs
+# Wine's): nftables, whose nft hcsemu runs for the HNS network's NAT and port mappings; up runs
+# it first, so on a machine with Go, gcc and apt the node's commands work as the README prints
+# them. up builds what is missing (cached in $RUNHCS_CACHE), starts the node and prints its
 # environment (also in DIR/node.env). DIR defaults to /tmp/runhcs-winnode. test brings a node up,
 # runs the CRI suite (test/cri, a Windows test binary) in it, checks that down cleans up after a
-# crash (test/winnode TestDownAfterCrash, with the same containerd) and takes it down; make
-# test-winnode runs it for both containerd versions.
+# crash and spares its caller (test/winnode TestDownAfterCrash, TestDownFromCaller, with the same
+# containerd) and takes it down; make test-winnode runs it for both containerd versions.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
+# shellcheck source=hack/apt.sh
+source hack/apt.sh
+
+# elapsed T0 prints the seconds since T0 (a `date +%s.%N`), with two decimals.
+elapsed() { awk -v t0="$1" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.2f", t1 - t0 }'; }
+
+# node_packages installs what the node needs beyond Wine (see deps above).
+node_packages() {
+	local need=()
+	command -v nft >/dev/null || need+=(nftables)
+	apt_install winnode "${need[@]}"
+}
 cmd="${1:-}"
 [[ $# -gt 0 ]] && shift
 dir=/tmp/runhcs-winnode
@@ -31,8 +47,12 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 case "${cmd}" in
+deps)
+	node_packages
+	;;
 up)
 	t0=$(date +%s.%N)
+	node_packages
 	echo "winnode: building (cached after the first run)" >&2
 	# containerd's Windows build of the asked version, as containerd.exe and ctr.exe in bin.
 	case "${containerd}" in
@@ -50,7 +70,7 @@ up)
 	cp "$(bash hack/tools.sh path "${exes[1]}")" "${dir}/bin/ctr.exe"
 	for t in win-bridge.exe host-local.exe; do cp "$(bash hack/tools.sh path "${t}")" "${dir}/bin/"; done
 	CGO_ENABLED=0 go build -o "${dir}/bin/wincat" ./test/wincat
-	printf 'winnode: %-34s %7.2fs\n' "build" "$(echo "$(date +%s.%N) - ${t0}" | bc)" >&2
+	printf 'winnode: %-34s %7.2fs\n' "build" "$(elapsed "${t0}")" >&2
 	# shellcheck source=hack/wine/lib.sh
 	source hack/wine/lib.sh
 	exec "${dir}/bin/winnode" up --root "${dir}" --bin "${dir}/bin" --wine-prefix "${WINE_PREFIX_DIR}" "${args[@]}"
@@ -75,20 +95,21 @@ test)
 	t0=$(date +%s.%N)
 	rc=0
 	"${dir}/bin/winnode" run --root "${dir}" -- "${dir}/bin/cri.test.exe" -test.v -test.count=1 -test.timeout 15m "$@" || rc=$?
-	printf 'winnode: %-34s %7.2fs\n' "CRI suite" "$(echo "$(date +%s.%N) - ${t0}" | bc)" >&2
-	# down after a crash of containerd.exe or hcsemu leaves nothing (nodes of their own).
+	printf 'winnode: %-34s %7.2fs\n' "CRI suite" "$(elapsed "${t0}")" >&2
+	# down after a crash of containerd.exe or hcsemu leaves nothing, and kills nothing of a caller
+	# that loaded node.env (nodes of their own); deps installs what is missing.
 	# shellcheck source=hack/wine/lib.sh
 	source hack/wine/lib.sh
 	RUNHCS_WINNODE_BIN="${dir}/bin" RUNHCS_WINNODE_PREFIX="${WINE_PREFIX_DIR}" RUNHCS_WINNODE_CONTAINERD="${containerd}" \
-		go test -count=1 -v -timeout 10m -run 'TestDownAfterCrash|TestContainerdConfig|TestDocsConfig|TestServerVersion' ./test/winnode || rc=$?
-	printf 'winnode: %-34s %7.2fs (exit %d)\n' "test, containerd ${containerd}" "$(echo "$(date +%s.%N) - ${t_test}" | bc)" "${rc}" >&2
+		go test -count=1 -v -timeout 20m -run 'TestDownAfterCrash|TestDownFromCaller|TestUpInstallsPackages|TestContainerdConfig|TestDocsConfig|TestServerVersion' ./test/winnode || rc=$?
+	printf 'winnode: %-34s %7.2fs (exit %d)\n' "test, containerd ${containerd}" "$(elapsed "${t_test}")" "${rc}" >&2
 	exit "${rc}"
 	;;
 run)
 	exec "${dir}/bin/winnode" run --root "${dir}" -- "$@"
 	;;
 *)
-	echo "usage: $0 up|down|run|test [--root DIR] …" >&2
+	echo "usage: $0 deps|up|down|run|test [--root DIR] …" >&2
 	exit 2
 	;;
 esac

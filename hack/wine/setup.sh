@@ -20,6 +20,8 @@ set -euo pipefail
 
 # shellcheck source=hack/wine/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=hack/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../apt.sh"
 
 log() { echo "wine-setup: $*" >&2; }
 
@@ -30,14 +32,7 @@ install_packages() {
 	command -v timeout >/dev/null || need+=(coreutils)
 	command -v flock >/dev/null || need+=(util-linux)
 	[[ ${#need[@]} -eq 0 ]] && return 0
-	if [[ $(id -u) -ne 0 ]]; then
-		log "need Debian packages ${need[*]}; run as root or install them"
-		return 1
-	fi
-	log "installing ${need[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+	apt_install wine-setup "${need[@]}" || return 1
 	if [[ ! -x "${WINE64}" || ! -x "${WINESERVER}" ]]; then
 		log "wine64 installed but ${WINE64} or ${WINESERVER} is missing"
 		return 1

@@ -48,8 +48,9 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 			return nil, fmt.Errorf("task %s: annotation %s=%q: a sandbox must name itself: %w", req.ID, oci.AnnotationSandboxID, sandboxID, errdefs.ErrFailedPrecondition)
 		}
 		if credSpec != "" {
-			// The sandbox is the VM and runs no container that could use a gMSA (hcsshim's
-			// pod sandbox task makes no container either).
+			// The sandbox is the VM and runs no workload that could use a gMSA (hcsshim's pod
+			// sandbox task makes no container; the container its execs run in is the pause
+			// image's, sandboxexec.go).
 			return nil, fmt.Errorf("task %s: windows.credentialSpec on a Hyper-V pod's sandbox, which runs no container: give it to the pod's containers: %w", req.ID, errdefs.ErrInvalidArgument)
 		}
 		if other := s.hyperVSandbox(); other != nil {
@@ -59,7 +60,15 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 		if err != nil {
 			return nil, err
 		}
-		sc := task.SandboxConfig{ID: req.ID, Bundle: req.Bundle, VM: o, Process: spec.Process, IO: io, Endpoints: task.OwnEndpoints(spec)}
+		// The sandbox's own container, where its execs run (containerd 1.7's port-forward runs
+		// wincat.exe of the pause image there): made in the VM at the first exec.
+		doc, err := s.hostedDocument(req.ID, spec, chain)
+		if err != nil {
+			return nil, err
+		}
+		sc := task.SandboxConfig{ID: req.ID, Bundle: req.Bundle, VM: o, Process: spec.Process, IO: io, Endpoints: task.OwnEndpoints(spec),
+			Container: &task.Config{ID: req.ID, Bundle: req.Bundle, Chain: chain, Document: doc, Process: spec.Process,
+				Hosted: &task.HostedConfig{ScratchDisk: uvm.ScratchDisk(chain.Scratch)}}}
 		if n := spec.Windows.Network; n != nil {
 			sc.NetworkNamespace = n.NetworkNamespace
 		}

@@ -101,9 +101,6 @@ func TestHyperVPod(t *testing.T) {
 	if resp, err := h.svc.Start(ctx, &taskapi.StartRequest{ID: "pod"}); err != nil || resp.Pid != 0 {
 		t.Fatalf("start sandbox: %v, pid %v", err, resp)
 	}
-	if _, err := h.svc.Exec(ctx, &taskapi.ExecProcessRequest{ID: "pod", ExecID: "e1", Spec: anyOf(t, testSpec().Process)}); !errdefs.IsNotImplemented(err) {
-		t.Errorf("exec in the sandbox: %v, want NotImplemented", err)
-	}
 
 	for _, c := range []struct{ id, app string }{{"c1", app1}, {"c2", app2}} {
 		h.createStart(h.hvBundle(c.id, "container", c.app, pause))
@@ -191,6 +188,109 @@ func TestHyperVPod(t *testing.T) {
 	}
 	if h.layers.count() != 0 {
 		t.Errorf("%d layer chains mounted on the host", h.layers.count())
+	}
+}
+
+// TestHyperVSandboxExec: an exec in a Hyper-V pod's sandbox (containerd 1.7's port-forward
+// runs wincat.exe there) runs in the sandbox's own container, made in the pod's VM at the first
+// exec from the sandbox's image and spec and running the sandbox's process, which keeps it up;
+// later execs share it; when it stopped, the next exec makes it again; nothing is left after
+// the sandbox's delete.
+func TestHyperVSandboxExec(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	pause, _, _ := h.hvLayers()
+	if _, err := h.svc.Create(ctx, h.hvBundle("pod", "sandbox", pause)); err != nil {
+		t.Fatalf("create sandbox: %v", err)
+	}
+	if _, err := h.svc.Start(ctx, &taskapi.StartRequest{ID: "pod"}); err != nil {
+		t.Fatalf("start sandbox: %v", err)
+	}
+	if h.host.system("pod") != nil {
+		t.Fatal("the sandbox's container was made before any exec")
+	}
+	wincat := anyOf(t, &specs.Process{Args: []string{"wincat.exe", "127.0.0.1", "8080"}, Cwd: `C:\`})
+	exec := func(id string) *fakeProcess {
+		t.Helper()
+		if _, err := h.svc.Exec(ctx, &taskapi.ExecProcessRequest{ID: "pod", ExecID: id, Spec: wincat, Stdout: logFileURI(t, filepath.Join(h.dir, id+".log"))}); err != nil {
+			t.Fatalf("exec %s in the sandbox: %v", id, err)
+		}
+		st, err := h.svc.Start(ctx, &taskapi.StartRequest{ID: "pod", ExecID: id})
+		if err != nil {
+			t.Fatalf("start exec %s: %v", id, err)
+		}
+		ctr := h.host.system("pod")
+		if ctr == nil {
+			t.Fatalf("exec %s: no sandbox container; systems %v", id, h.host.systems)
+		}
+		for i := 0; ; i++ {
+			p := ctr.process(i)
+			if p == nil {
+				t.Fatalf("exec %s: pid %d is no process of the sandbox's container", id, st.Pid)
+			}
+			if p.pid == st.Pid {
+				if p.params.CommandLine != "wincat.exe 127.0.0.1 8080" {
+					t.Errorf("exec %s runs %q", id, p.params.CommandLine)
+				}
+				return p
+			}
+		}
+	}
+	end := func(id string, p *fakeProcess) {
+		t.Helper()
+		p.exit(0)
+		if resp, err := h.svc.Wait(ctx, &taskapi.WaitRequest{ID: "pod", ExecID: id}); err != nil || resp.ExitStatus != 0 {
+			t.Fatalf("wait exec %s: %v, %v", id, resp, err)
+		}
+		if _, err := h.svc.Delete(ctx, &taskapi.DeleteRequest{ID: "pod", ExecID: id}); err != nil {
+			t.Fatalf("delete exec %s: %v", id, err)
+		}
+	}
+	e1 := exec("e1")
+	ctr := h.host.system("pod")
+	doc := ctr.doc.(*schema2.ComputeSystem)
+	if _, ok := doc.HostedSystem.(*schema2.HostedSystem); doc.HostingSystemId != "pod@vm" || !ok {
+		t.Fatalf("the sandbox's container: document %+v, want a HostedSystem in pod@vm", doc)
+	}
+	// Its first process is the sandbox's own (the pause image's command), without stdio.
+	if p := ctr.process(0); p.params.CommandLine != `C:\workload\workload.exe echo hi` || p.params.CreateStdOutPipe || p.params.CreateStdInPipe {
+		t.Errorf("the sandbox container's own process: %+v", p.params)
+	}
+	end("e1", e1)
+	e2 := exec("e2")
+	if h.host.system("pod") != ctr {
+		t.Fatal("a second exec made a second container")
+	}
+	end("e2", e2)
+
+	// The container stopped (its process ended, and HCS ended it): the next exec makes it anew.
+	ctr.process(0).exit(0)
+	_ = ctr.Terminate(ctx)
+	e3 := exec("e3")
+	if again := h.host.system("pod"); again == nil || again == ctr {
+		t.Fatalf("after the container stopped, exec made %v", again)
+	}
+	end("e3", e3)
+
+	// The sandbox's end (CRI's StopPodSandbox, then RemovePodSandbox): the VM stops, with the
+	// container in it, and the delete leaves no compute system.
+	if _, err := h.svc.Kill(ctx, &taskapi.KillRequest{ID: "pod", Signal: 9}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.Wait(ctx, &taskapi.WaitRequest{ID: "pod"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.Delete(ctx, &taskapi.DeleteRequest{ID: "pod"}); err != nil {
+		t.Fatalf("delete sandbox: %v", err)
+	}
+	h.host.mu.Lock()
+	left := len(h.host.systems)
+	h.host.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d compute systems left: %v", left, h.host.systems)
+	}
+	if _, err := h.svc.Exec(ctx, &taskapi.ExecProcessRequest{ID: "pod", ExecID: "e4", Spec: wincat}); !errdefs.IsNotFound(err) {
+		t.Errorf("exec after the sandbox's delete: %v, want NotFound", err)
 	}
 }
 

@@ -4,13 +4,16 @@ package cri
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,19 +25,62 @@ import (
 )
 
 // TestPortForward forwards a local port to a port a pod's container listens on, as `kubectl
-// port-forward` does, through the URL of CRI's PortForward on containerd's streaming server.
-// containerd 2.x on Windows dials the pod's IP itself (internal/cri/server/
-// sandbox_portforward_windows.go); 1.7 instead runs `wincat.exe 127.0.0.1 PORT` in the pod's
-// sandbox container (pkg/cri/server/sandbox_portforward_windows.go), where the node's pause
-// image has a stand-in for it (test/wincat).
+// port-forward` does, through the URL of CRI's PortForward on containerd's streaming server, in
+// a process-isolated pod and in a Hyper-V pod. containerd 2.x on Windows dials the pod's IP
+// itself (internal/cri/server/sandbox_portforward_windows.go); 1.7 instead runs
+// `wincat.exe 127.0.0.1 PORT` in the pod's sandbox container (pkg/cri/server/
+// sandbox_portforward_windows.go), where the node's pause image has a stand-in for it
+// (test/wincat): in a Hyper-V pod that exec runs in the pod's utility VM (issue 27). Several
+// connections go through one after the other, each a stream of its own over the one
+// port-forward connection, and then 1 MiB each way (more than a pipe's buffer, 64 KiB on Linux
+// and in Wine's named pipes) arrives intact.
 func TestPortForward(t *testing.T) {
-	n := connect(t)
-	pod, podCfg := runPod(t, n, "pod-port-forward")
-	server := containerConfig("server", "listen", "0.0.0.0:8080")
-	startContainer(t, n, pod, podCfg, server)
-	waitLog(t, filepath.Join(podCfg.LogDirectory, server.LogPath), " stdout F listening")
+	for _, c := range []struct{ name, handler string }{{"process", ""}, {"hyperv", hypervHandler}} {
+		t.Run(c.name, func(t *testing.T) {
+			n := connect(t)
+			pod, podCfg := runPodWith(t, n, "pod-port-forward-"+c.name, c.handler)
+			server := containerConfig("server", "listen", "0.0.0.0:8080")
+			startContainer(t, n, pod, podCfg, server)
+			waitLog(t, filepath.Join(podCfg.LogDirectory, server.LogPath), " stdout F listening")
+			addr := portForward(t, n, pod, 8080)
+			for i, msg := range []string{"through port-forward", "and again", "a third time"} {
+				if got := echo(t, addr, msg); got != "echo: "+msg+"\n" {
+					t.Fatalf("connection %d: answer through the forwarded port %q; want %q", i+1, got, "echo: "+msg+"\n")
+				}
+			}
+			big := make([]byte, 1<<20)
+			rnd := rand.New(rand.NewPCG(27, 1))
+			for i := range big {
+				big[i] = 'a' + byte(rnd.IntN(26)) // one line: no newline in it
+			}
+			got := echo(t, addr, string(big))
+			if want := "echo: " + string(big) + "\n"; got != want {
+				i := 0
+				for i < len(got) && i < len(want) && got[i] == want[i] {
+					i++
+				}
+				t.Fatalf("1 MiB through the forwarded port: got %d bytes, want %d; they differ from byte %d", len(got), len(want), i)
+			}
+			// Whatever ran for the exec (on 1.7, in a Hyper-V pod: the sandbox's container in
+			// the VM, compute system <pod id>) goes with the pod.
+			if err := n.rt.StopPodSandbox(ctx(t), pod); err != nil {
+				t.Fatalf("StopPodSandbox: %v", err)
+			}
+			if _, err := removePodSandbox(ctx(t), n.rt, pod); err != nil {
+				t.Fatalf("RemovePodSandbox: %v", err)
+			}
+			if systems := computeSystems(t); containsPrefix(systems, pod) {
+				t.Fatalf("compute systems after the pod's removal: %v", systems)
+			}
+		})
+	}
+}
 
-	resp, err := n.rt.PortForward(ctx(t), &runtimeapi.PortForwardRequest{PodSandboxId: pod, Port: []int32{8080}})
+// portForward forwards a free local port to port in pod, as kubectl port-forward does, until
+// the test ends, and returns the local address.
+func portForward(t *testing.T, n *node, pod string, port int32) string {
+	t.Helper()
+	resp, err := n.rt.PortForward(ctx(t), &runtimeapi.PortForwardRequest{PodSandboxId: pod, Port: []int32{port}})
 	if err != nil {
 		t.Fatalf("PortForward: %v", err)
 	}
@@ -48,8 +94,10 @@ func TestPortForward(t *testing.T) {
 	}
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
 	stop, ready := make(chan struct{}), make(chan struct{})
-	// Local port 0: any free one (GetPorts says which).
-	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, io.Discard, io.Discard)
+	// Local port 0: any free one (GetPorts says which). What client-go reports of the
+	// forwarded connections ("lost connection to pod", …) goes to the test's log at its end.
+	var errs lockedBuffer
+	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, io.Discard, &errs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +106,9 @@ func TestPortForward(t *testing.T) {
 	t.Cleanup(func() {
 		close(stop)
 		<-done
+		if s := errs.String(); s != "" {
+			t.Logf("port-forward's errors:\n%s", s)
+		}
 	})
 	select {
 	case <-ready:
@@ -70,13 +121,25 @@ func TestPortForward(t *testing.T) {
 	if err != nil || len(ports) != 1 {
 		t.Fatalf("forwarded ports %v, %v; want one", ports, err)
 	}
-	// Two connections, one after the other: each is a stream of its own over the one
-	// port-forward connection.
-	for _, msg := range []string{"through port-forward", "and again"} {
-		if got := echo(t, fmt.Sprintf("127.0.0.1:%d", ports[0].Local), msg); got != "echo: "+msg+"\n" {
-			t.Fatalf("answer through the forwarded port %q; want %q", got, "echo: "+msg+"\n")
-		}
-	}
+	return fmt.Sprintf("127.0.0.1:%d", ports[0].Local)
+}
+
+// lockedBuffer is a bytes.Buffer that goroutines may write to.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // echo sends one line to the workload's echo server at addr and returns its answer.

@@ -31,6 +31,7 @@ func downCmd(args []string) error {
 	if *root == "" || !filepath.IsAbs(*root) {
 		return fmt.Errorf("--root %q: the node's absolute folder is required", *root)
 	}
+	*root = filepath.Clean(*root)
 	if _, err := os.Stat(*root); os.IsNotExist(err) {
 		return nil // nothing to do: down is idempotent
 	}
@@ -95,33 +96,38 @@ func cleanEmulator(root string) error {
 	return cmd.Wait()
 }
 
-// belongs says whether pid is a process of the node at root: its executable, root folder or
-// working folder is under root, an argument is a path inside root, or it runs with the node's
-// Wine prefix.
+// nodeMarker is the environment variable that marks the node's processes: serve sets it to the
+// node's folder on itself before it starts anything, so every process of the node inherits it:
+// hcsemu, the wineserver (which forks itself into the background), containerd.exe and what it
+// starts, and Wine's services (Wine passes a program's Unix environment on to the processes it
+// creates, as Windows' CreateProcess passes the parent's environment block). It is not in
+// node.env, so a shell that loaded node.env, a script or `timeout` around down, or a program
+// started with `winnode run`, does not carry it, while each of those holds the node's WINEPREFIX.
+// A marker, rather than the process tree or a cgroup: the tree breaks when the wineserver and
+// Wine's services detach themselves and when serve has crashed, and hcsemu moves every
+// container's processes into cgroups of its own.
+const nodeMarker = "RUNHCS_WINNODE_NODE"
+
+// belongs says whether pid is a process of the node at root: it carries the node's marker
+// (nodeMarker), or its root folder is inside root (a container's process, which hcsemu starts
+// chrooted in the container's volume under the node's folder, with the container's environment
+// rather than the node's). Nothing else counts: a caller's shell whose working folder or
+// arguments name the node's folder, or whose environment is node.env's, is not the node's.
 func belongs(pid int, root string) bool {
 	dir := fmt.Sprintf("/proc/%d/", pid)
-	under := func(p string) bool { return p == root || strings.HasPrefix(p, root+"/") }
-	for _, l := range []string{"exe", "root", "cwd"} {
-		if p, err := os.Readlink(dir + l); err == nil && under(strings.TrimSuffix(p, " (deleted)")) {
+	if p, err := os.Readlink(dir + "root"); err == nil {
+		p = strings.TrimSuffix(p, " (deleted)")
+		if p == root || strings.HasPrefix(p, root+"/") {
 			return true
-		}
-	}
-	// An argument is a path inside the folder: hcsemu (--root ROOT/emu), also when its binary
-	// lives elsewhere. (Not ROOT itself: the scripts that called down name it.)
-	if cmdline, err := os.ReadFile(dir + "cmdline"); err == nil {
-		for _, a := range bytes.Split(cmdline, []byte{0}) {
-			if strings.HasPrefix(string(a), root+"/") {
-				return true
-			}
 		}
 	}
 	env, err := os.ReadFile(dir + "environ")
 	if err != nil {
 		return false
 	}
-	prefix := []byte("WINEPREFIX=" + filepath.Join(root, "wine", "prefix"))
+	marker := []byte(nodeMarker + "=" + root)
 	for _, kv := range bytes.Split(env, []byte{0}) {
-		if bytes.Equal(kv, prefix) {
+		if bytes.Equal(kv, marker) {
 			return true
 		}
 	}

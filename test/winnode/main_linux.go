@@ -63,6 +63,7 @@ func (f *nodeFlags) validate() error {
 	if f.root == "" || !filepath.IsAbs(f.root) {
 		return fmt.Errorf("--root %q: an absolute folder is required", f.root)
 	}
+	f.root = filepath.Clean(f.root) // as down cleans it: the node's marker holds it
 	if f.bin == "" || f.prefix == "" {
 		return fmt.Errorf("--bin %q and --wine-prefix %q are required", f.bin, f.prefix)
 	}

@@ -58,6 +58,10 @@ func serveCmd(args []string) error {
 	if err := n.validate(); err != nil {
 		return err
 	}
+	// Every process serve starts inherits the marker by which down finds the node's processes.
+	if err := os.Setenv(nodeMarker, n.root); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := os.WriteFile(filepath.Join(n.root, "serve.pid"), []byte(fmt.Sprint(os.Getpid())), 0o644); err != nil {

@@ -37,6 +37,9 @@
 //     are borrowed from it and given back in reverse order on release, and which never stop
 //     it; a Hyper-V task outside a pod, which owns a VM of its own (stopped last on release);
 //     and the VM's exit, which ends every process of the pod with one TaskExit each.
+//   - sandboxexec.go: execs in a Hyper-V pod's sandbox (containerd 1.7's port-forward runs
+//     wincat.exe there): they run in the sandbox's own container, hosted in the VM from the
+//     sandbox's image and spec at the first exec, and released before the VM.
 //   - signals.go: what a signal means for a Windows process.
 //   - types.go: the small interfaces it needs (Host, System, HCSProcess, Mounter, Events, HNS) and
 //     Deps, what a task is given instead of a pointer to the service.

@@ -199,10 +199,18 @@ func (p *Process) launch(ctx context.Context) (HCSProcess, *stdio.Relay, error) 
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.deps.createTimeout())
 	defer cancel()
-	hp, err := t.sys.CreateProcess(cctx, params)
+	sys := t.sys
+	if p.execID != "" && t.sboxCtr != nil {
+		// An exec in a Hyper-V pod's sandbox runs in the sandbox's container (sandboxexec.go).
+		if sys, err = t.sandboxSystem(cctx); err != nil {
+			_ = up.Close()
+			return nil, nil, fmt.Errorf("create process %s in task %s: %w", p.ID(), t.id, err)
+		}
+	}
+	hp, err := sys.CreateProcess(cctx, params)
 	if err != nil {
 		_ = up.Close()
-		return nil, nil, fmt.Errorf("create process %s in compute system %q: %w", p.ID(), t.sys.ID(), err)
+		return nil, nil, fmt.Errorf("create process %s in compute system %q: %w", p.ID(), sys.ID(), err)
 	}
 	in, out, errw := hp.Stdio()
 	sctx := t.deps.Ctx

@@ -47,6 +47,8 @@ type Task struct {
 	vm        *uvm.VM
 	sandbox   bool
 	vmRelease []func(context.Context) error
+	// sboxCtr is a Hyper-V sandbox's container for execs (sandboxexec.go), nil for other tasks.
+	sboxCtr *sandboxContainer
 
 	mu    sync.Mutex
 	execs map[string]*Process
@@ -211,8 +213,8 @@ func (t *Task) Execs() []*Process {
 
 // Exec adds the exec execID, created, not started; the task's init process must be running.
 func (t *Task) Exec(execID string, spec *specs.Process, io stdio.Config) error {
-	if t.sandbox {
-		// hcsshim's wcowPodSandboxTask.CreateExec: the sandbox is no container to exec in.
+	if t.sandbox && t.sboxCtr == nil {
+		// Made without its container (sandboxexec.go): as hcsshim's wcowPodSandboxTask.CreateExec.
 		return fmt.Errorf("exec %q in task %s: the sandbox of a Hyper-V pod is its utility VM, not a container (use shimdiag exec): %w", execID, t.id, errdefs.ErrNotImplemented)
 	}
 	if err := t.init.ask(procState.canExec); err != nil {
@@ -382,6 +384,10 @@ func (t *Task) afterInitExit(ctx context.Context) {
 func (t *Task) cleanup(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, t.deps.callTimeout())
 	defer cancel()
+	// A Hyper-V sandbox's container for execs goes before its VM.
+	if err := t.releaseSandboxContainer(cctx); err != nil {
+		return err
+	}
 	return release(cctx, t.deps, resources{sys: t.sys, systemID: t.sys.ID(), chain: t.chain, bundle: t.bundle, namespace: t.netns, endpoints: t.endpoints, ccg: t.ccg, vmRelease: t.vmRelease})
 }
 

@@ -22,7 +22,8 @@ import (
 // Hyper-V isolated pods (hcsshim's model, cmd/containerd-shim-runhcs-v1/pod.go and
 // task_wcow_podsandbox.go): the pod's sandbox task is not a container but its utility VM,
 // whose "init process" runs as long as the VM does (pid 0), and whose kill stops the VM; the
-// workload tasks are containers hosted in that VM, which they never stop.
+// workload tasks are containers hosted in that VM, which they never stop. Unlike hcsshim's, the
+// sandbox takes execs: they run in its own container in the VM (sandboxexec.go).
 
 // SandboxConfig is a Hyper-V pod's sandbox task to create: its utility VM.
 type SandboxConfig struct {
@@ -35,6 +36,10 @@ type SandboxConfig struct {
 	// (an endpoint list without a namespace), go into a namespace the task makes first.
 	NetworkNamespace string
 	Endpoints        []string
+	// Container, when set, is the sandbox's own container (its image and spec, hosted in the
+	// VM; Hosted.ScratchDisk set, Hosted.VM filled in here), which its execs run in, made at
+	// the first (sandboxexec.go). Without it the sandbox refuses execs, as hcsshim's does.
+	Container *Config
 }
 
 // CreateSandbox creates and starts the pod's utility VM and returns the sandbox task that owns
@@ -71,6 +76,13 @@ func CreateSandbox(ctx context.Context, deps Deps, c SandboxConfig) (_ *Task, re
 		return nil, fmt.Errorf("task %s: %w", c.ID, err)
 	}
 	t.init = newProcess(t, "", c.Process, c.IO)
+	if c.Container != nil {
+		cc := *c.Container
+		hosted := *cc.Hosted
+		hosted.VM, hosted.OwnsVM = vm, false
+		cc.Hosted = &hosted
+		t.sboxCtr = &sandboxContainer{cfg: cc}
+	}
 	go t.watchVM(deps.Ctx)
 	log.G(ctx).WithFields(log.Fields{"task": c.ID, "system": vm.ID()}).Info("utility VM created for the pod")
 	return t, nil
