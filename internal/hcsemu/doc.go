@@ -23,8 +23,9 @@
 //   - cgroups_linux.go, spawn_linux.go: cgroup v1 groups per system under
 //     /sys/fs/cgroup/<controller>/hcsemu/<daemon instance>/<system> for limits, pause
 //     (freezer), statistics and killing; processes are forked from one locked thread inside the
-//     groups, with Pdeathsig, so they die with the daemon; a process-isolated container's in a
-//     UTS namespace named after its GuestOs.HostName, its computer name.
+//     groups, with Pdeathsig, so they die with the daemon; a container's (process-isolated, or
+//     hosted in a VM, inside the VM's) in a UTS namespace named after its GuestOs.HostName, its
+//     computer name.
 //   - storage.go, storage_linux.go, layerfiles_linux.go: the storage
 //     filter (vmcompute.dll's layer functions): activated and prepared layers as overlayfs
 //     volumes named \\?\Volume{GUID}\ under <root>/volumes, which Container.Storage.Path
@@ -189,7 +190,9 @@
 // of a pipe added to the VM (its processes reach the host pipe as a process-isolated container's
 // do, pipes_linux.go). The image's build (OSBuildFile in the base layer, the last of
 // Storage.Layers) must not be newer than the VM's, else HCS_E_IMAGE_MISMATCH. Its processes run in the VM's
-// namespaces, in a cgroup nested in the VM's (Container.Memory and Processor apply inside the
+// namespaces, except that each has a UTS namespace named after the container's GuestOs.HostName
+// when it has one (each container in the VM is a silo with its own computer name; hcsshim sends
+// the pod's host name there), in a cgroup nested in the VM's (Container.Memory and Processor apply inside the
 // VM's own limits). A process-isolated container whose image build the host does not run fails
 // to create with HCS_E_IMAGE_MISMATCH ("the operating system of the container does not match the
 // operating system of the host", naming both builds): the builds must be equal, except that a
