@@ -63,7 +63,9 @@
 //     surface translated onto them; methods_hns_linux.go: their wire methods.
 //   - hnsnet_linux.go: the HNS dataplane: the emulated host's network namespace
 //     (<root>/netns/host), a bridge per network, a netns per HNS namespace, a veth pair per
-//     attached endpoint, nftables rules for port mappings and NAT; `hcsemu hostns`. A system
+//     attached endpoint, nftables rules for port mappings and NAT (what the host's own
+//     programs reach of a mapping follows Windows per network type and build: hostReachOf);
+//     `hcsemu hostns`. A system
 //     naming Container.Networking.Namespace has its processes forked in that namespace
 //     (spawn_linux.go); one listing Container.Networking.NetworkAdapters gets a namespace of
 //     the emulator's holding them, removed with it. Every namespace the emulator makes lets all
