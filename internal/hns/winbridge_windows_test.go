@@ -361,6 +361,12 @@ func TestWinBridgeV1(t *testing.T) {
 	addResult(t, runB, subnet, gw)
 	t.Cleanup(func() { runB("DEL") })
 	b := container(podB, nsB, true)
+	// A container ends with its last process: one keeps pod B up for the clients below.
+	keeper, err := b.CreateProcess(hctx, &schema2.ProcessParameters{CommandLine: `C:\workload\workload.exe sleep 600`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keeper.Close()
 	// Pod A's address, and the hostPort mapping at the host's address on the network (its
 	// gateway), as another pod of the node reaches a hostPort.
 	for _, target := range []string{addr.Addr().String() + ":8080", gw + ":18101"} {
