@@ -33,8 +33,9 @@
  *
  * BackupRead and BackupWrite, which Wine 8 does not implement, are filled in the same way, in
  * kernel32's export table (winebackup.c), NtCreateNamedPipeFile, whose instances without
- * read or write access Wine 8 leaves listening, in ntdll's (winepipe.c), and CreateProcessW,
- * which fails now and then when Wine cannot start the new process, in kernel32's (winespawn.c).
+ * read or write access Wine 8 leaves listening, in ntdll's (winepipe.c), CreateProcessW,
+ * which fails now and then when Wine cannot start the new process, in kernel32's (winespawn.c),
+ * and CreateSymbolicLinkW, a stub in Wine 8 that makes nothing, in kernel32's (winesymlink.c).
  */
 #include <windows.h>
 #include <winternl.h>
@@ -162,5 +163,5 @@ BOOL winecompat_install(void)
 		return FALSE;
 	real_set_information_file = (set_information_file_fn)(void *)(ntdll + *slot);
 	return winecompat_patch_export(ntdll, "NtSetInformationFile", (void *)compat_set_information_file) &&
-	       winebackup_install() && winepipe_install() && winespawn_install();
+	       winebackup_install() && winepipe_install() && winespawn_install() && winesymlink_install();
 }

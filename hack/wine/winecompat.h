@@ -21,4 +21,7 @@ BOOL winepipe_install(void);
  * (winespawn.c). */
 BOOL winespawn_install(void);
 
+/* winesymlink_install makes CreateSymbolicLinkW make a link (winesymlink.c). */
+BOOL winesymlink_install(void);
+
 #endif

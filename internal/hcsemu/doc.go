@@ -27,8 +27,9 @@
 //   - cgroups_linux.go, spawn_linux.go: cgroup v1 groups per system under
 //     /sys/fs/cgroup/<controller>/hcsemu/<daemon instance>/<system> for limits, pause
 //     (freezer), statistics and killing; processes are forked from one locked thread inside the
-//     groups, with Pdeathsig, so they die with the daemon; a process-isolated container's in a
-//     UTS namespace named after its GuestOs.HostName, its computer name.
+//     groups, with Pdeathsig, so they die with the daemon; a container's (process-isolated, or
+//     hosted in a VM, inside the VM's) in a UTS namespace named after its GuestOs.HostName, its
+//     computer name.
 //   - storage.go, storage_linux.go, layerfiles_linux.go: the storage
 //     filter (vmcompute.dll's layer functions): activated and prepared layers as overlayfs
 //     volumes named \\?\Volume{GUID}\ under <root>/volumes, which Container.Storage.Path
@@ -66,7 +67,9 @@
 //     surface translated onto them; methods_hns_linux.go: their wire methods.
 //   - hnsnet_linux.go: the HNS dataplane: the emulated host's network namespace
 //     (<root>/netns/host), a bridge per network, a netns per HNS namespace, a veth pair per
-//     attached endpoint, nftables rules for port mappings and NAT; `hcsemu hostns`. A system
+//     attached endpoint, nftables rules for port mappings and NAT (what the host's own
+//     programs reach of a mapping follows Windows per network type and build: hostReachOf);
+//     `hcsemu hostns`. A system
 //     naming Container.Networking.Namespace has its processes forked in that namespace
 //     (spawn_linux.go); one listing Container.Networking.NetworkAdapters gets a namespace of
 //     the emulator's holding them, removed with it. Every namespace the emulator makes lets all
@@ -193,7 +196,9 @@
 // of a pipe added to the VM (its processes reach the host pipe as a process-isolated container's
 // do, pipes_linux.go). The image's build (OSBuildFile in the base layer, the last of
 // Storage.Layers) must not be newer than the VM's, else HCS_E_IMAGE_MISMATCH. Its processes run in the VM's
-// namespaces, in a cgroup nested in the VM's (Container.Memory and Processor apply inside the
+// namespaces, except that each has a UTS namespace named after the container's GuestOs.HostName
+// when it has one (each container in the VM is a silo with its own computer name; hcsshim sends
+// the pod's host name there), in a cgroup nested in the VM's (Container.Memory and Processor apply inside the
 // VM's own limits). A process-isolated container whose image build the host does not run fails
 // to create with HCS_E_IMAGE_MISMATCH ("the operating system of the container does not match the
 // operating system of the host", naming both builds): the builds must be equal, except that a

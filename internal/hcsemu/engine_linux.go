@@ -83,6 +83,10 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.OSVersion == "" {
 		cfg.OSVersion = DefaultOSVersion
 	}
+	hostBuild, err := parseOSBuild(cfg.OSVersion)
+	if err != nil {
+		return nil, fmt.Errorf("hcsemu: --os-version %q: %v: %w", cfg.OSVersion, err, computecore.E_INVALIDARG)
+	}
 	if cfg.ShutdownGrace == 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
@@ -141,7 +145,7 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		lock.Close()
 		return nil, fmt.Errorf("hcsemu: HNS: %w", err)
 	}
-	hns := newHNS(dp)
+	hns := newHNS(dp, hostBuild.Build)
 	// Layers a dead daemon of this root attached are detached before anything is served.
 	storage, err := newStorageFilter(ctx, root)
 	if err != nil {

@@ -66,6 +66,81 @@ type portMapping struct {
 	external uint16
 	internal uint16
 	vip      netip.Addr // invalid: any host address
+	// fromHost is what the emulated host's own programs reach of the mapping (hostReachOf);
+	// other endpoints and the outside reach it at the host's addresses whatever it is.
+	fromHost hostReach
+}
+
+// hostReach says which destinations of the Windows host's own programs a port mapping
+// answers at: its external port on the host's addresses, on 127.0.0.1 too, or on none.
+type hostReach uint8
+
+const (
+	// reachNone: the host's own connections to its mapped ports are dropped by its TCP/IP
+	// stack; only other machines and the containers reach them.
+	reachNone hostReach = iota
+	// reachAddresses: the host's own addresses (the VIP, or any) at the external port.
+	reachAddresses
+	// reachLoopback: the host's addresses and 127.0.0.1 (localhost).
+	reachLoopback
+)
+
+// natFlagsLocalRoutedVip and natFlagsIPv6 are a PortMapping policy's Flags (hcsshim's
+// hcn.NatFlags: NatFlagsNone 0, NatFlagsLocalRoutedVip 1, NatFlagsIPv6 2).
+const (
+	natFlagsLocalRoutedVip = 1
+	natFlagsIPv6           = 2
+)
+
+// Windows builds the host reaching its own port mappings depends on.
+const (
+	// build1809 is Windows Server 2019 (1809), whose WinNAT maps the host's own connections,
+	// localhost's among them.
+	build1809 = 17763
+	// build2022 is Windows Server 2022, the first build with the fix that makes a
+	// LocalRoutedVip port mapping reach the vSwitch from the host.
+	build2022 = 20348
+)
+
+// hostReachOf is what a Windows host of the given build reaches of its own port mapping with
+// flags on a network of netType, as the sources say:
+//
+//   - NAT networks map ports with WinNAT. Up to Windows Server 2016 the NAT host cannot reach
+//     its own static port mappings at all, not at its addresses nor at localhost ("Internal
+//     endpoints assigned to VMs or containers cannot be accessed using the external IPs /
+//     ports referenced in NAT static port mappings directly from the NAT host", Microsoft,
+//     "Windows NAT (WinNAT) -- Capabilities and limitations", 2016-05-25;
+//     MicrosoftDocs/Virtualization-Documentation#253). From Windows Server 2019 (1809) published
+//     ports are reachable on localhost (E. Stoneman, "Published ports on Windows containers
+//     don't do loopback", updated: "From Windows 1809 onwards this is no longer an issue";
+//     S. Scherer in docker/docs#8353), and containerd's own Windows CI GETs
+//     http://127.0.0.1:<hostPort> (cri-tools pkg/validate/networking.go checkMainPage) on
+//     Windows Server 2022 hosts whose CNI plugin is Microsoft's nat, without skipping it
+//     (containerd .github/workflows/ci.yml, integration-windows; script/setup/install-cni-windows).
+//   - Every other network type (L2Bridge here) maps ports with VFP policies in the vSwitch.
+//     The host's own connections to its addresses at a mapped port never reach the vSwitch
+//     ("traffic will never reach container networking stack but instead be dropped by TCP/IP
+//     stack") unless the policy carries the LocalRoutedVip flag, which makes the OS add a
+//     route for it to the vSwitch (Microsoft's D. Schott, Azure/azure-container-networking#1863,
+//     and microsoft/Windows-Containers#360: "Important to add flags = 1"), and that needs an
+//     OS fix made for Windows Server 2022 only ("The fix in Windows OS will only be done in
+//     WS2022", Azure/AKS#3620). win-bridge sets no flags (containernetworking/plugins
+//     pkg/hns/netconf_windows.go ApplyPortMappingPolicy); Microsoft's sdnbridge sets it with
+//     its optionalFlags.localRoutedPortMapping.
+//     Assumption (no source says either way): 127.0.0.1 is not mapped even then: the route is
+//     for the VIP (the host's address), and loopback traffic never leaves the host's stack.
+//     Later builds than 2022 are assumed to keep the fix.
+func hostReachOf(netType string, flags uint32, build uint32) hostReach {
+	if netType == hcn.NAT {
+		if build >= build1809 {
+			return reachLoopback
+		}
+		return reachNone
+	}
+	if flags&natFlagsLocalRoutedVip != 0 && build >= build2022 {
+		return reachAddresses
+	}
+	return reachNone
 }
 
 // hnsEndpoint is one endpoint.
@@ -99,6 +174,9 @@ type hnsNamespace struct {
 
 type hnsState struct {
 	dp hnsDataplane
+	// build is the emulated host's Windows build (--os-version), which decides what the
+	// host's own programs reach of its port mappings (hostReachOf).
+	build uint32
 
 	mu              sync.Mutex
 	closed          bool
@@ -108,9 +186,10 @@ type hnsState struct {
 	nextCompartment uint32
 }
 
-func newHNS(dp hnsDataplane) *hnsState {
+func newHNS(dp hnsDataplane, build uint32) *hnsState {
 	return &hnsState{
 		dp:         dp,
+		build:      build,
 		networks:   map[string]*hnsNetwork{},
 		endpoints:  map[string]*hnsEndpoint{},
 		namespaces: map[string]*hnsNamespace{},
@@ -596,6 +675,13 @@ func (h *hnsState) validatePoliciesLocked(ep *hnsEndpoint, policies []hcn.Endpoi
 			if s.ExternalPort == 0 {
 				return hcnErrorf(computenetwork.HCN_E_INVALID_POLICY, "%s.Settings.ExternalPort: missing", f)
 			}
+			switch {
+			case s.Flags&^(natFlagsLocalRoutedVip|natFlagsIPv6) != 0:
+				return hcnErrorf(computenetwork.HCN_E_INVALID_POLICY, "%s.Settings.Flags: %#x has bits HNS does not define (LocalRoutedVip 1, IPv6 2)", f, s.Flags)
+			case s.Flags&natFlagsIPv6 != 0:
+				return hcnErrorf(computenetwork.E_NOTIMPL, "%s.Settings.Flags: %#x asks for an IPv6 mapping; the emulator models IPv4 only", f, s.Flags)
+			}
+			pm.fromHost = hostReachOf(ep.network.doc.Type, s.Flags, h.build)
 			if s.VIP != "" {
 				vip, err := netip.ParseAddr(s.VIP)
 				if err != nil || !vip.Is4() {

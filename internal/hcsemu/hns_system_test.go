@@ -18,7 +18,7 @@ import (
 // keeps them.
 func TestSystemNamespaceNothingHalfMade(t *testing.T) {
 	dp := newFakeDataplane()
-	h := newHNS(dp)
+	h := newHNS(dp, build2022)
 	ctx := context.Background()
 	netID, err := h.CreateNetwork(ctx, "", networkDoc("sys-net", "10.254.9.0/24", "10.254.9.1"))
 	if err != nil {

@@ -100,7 +100,7 @@ func wantHRESULT(t *testing.T, err error, hr computenetwork.HRESULT, field strin
 
 func TestHNSBadDocuments(t *testing.T) {
 	ctx := context.Background()
-	h := newHNS(newFakeDataplane())
+	h := newHNS(newFakeDataplane(), build2022)
 	netID, err := h.CreateNetwork(ctx, "", networkDoc("n", "10.0.0.0/24", "10.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
@@ -142,6 +142,8 @@ func TestHNSBadDocuments(t *testing.T) {
 		{"port internal", `{"Policies":[{"Type":"PortMapping","Settings":{"Protocol":6,"ExternalPort":2}}]}`, computenetwork.HCN_E_INVALID_INTERNAL_PORT, "InternalPort"},
 		{"port settings", `{"Policies":[{"Type":"PortMapping","Settings":{"Protocol":6,"Extern":2}}]}`, computenetwork.HCN_E_INVALID_JSON, "Extern"},
 		{"onat exception", `{"Policies":[{"Type":"OutBoundNAT","Settings":{"Exceptions":["10.0.0.0/99"]}}]}`, computenetwork.HCN_E_INVALID_IP, "Exceptions[0]"},
+		{"port flags", `{"Policies":[{"Type":"PortMapping","Settings":{"Protocol":6,"InternalPort":1,"ExternalPort":2,"Flags":8}}]}`, computenetwork.HCN_E_INVALID_POLICY, "Settings.Flags"},
+		{"port ipv6", `{"Policies":[{"Type":"PortMapping","Settings":{"Protocol":6,"InternalPort":1,"ExternalPort":2,"Flags":3}}]}`, computenetwork.E_NOTIMPL, "Settings.Flags"},
 	} {
 		t.Run("endpoint "+tc.name, func(t *testing.T) {
 			_, err := h.CreateEndpoint(ctx, netID, "", tc.doc)
@@ -166,7 +168,7 @@ func TestHNSBadDocuments(t *testing.T) {
 func TestHNSNothingHalfMade(t *testing.T) {
 	ctx := context.Background()
 	dp := newFakeDataplane()
-	h := newHNS(dp)
+	h := newHNS(dp, build2022)
 	dp.fail = "addNetwork"
 	if _, err := h.CreateNetwork(ctx, "", networkDoc("n", "10.0.0.0/24", "10.0.0.1")); err == nil {
 		t.Fatal("create succeeded with a failing dataplane")
@@ -227,7 +229,7 @@ func TestHNSNothingHalfMade(t *testing.T) {
 
 func TestHNSContainers(t *testing.T) {
 	ctx := context.Background()
-	h := newHNS(newFakeDataplane())
+	h := newHNS(newFakeDataplane(), build2022)
 	nsID, err := h.CreateNamespace(ctx, "", `{}`)
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +251,7 @@ func TestHNSContainers(t *testing.T) {
 
 func TestHNSQueries(t *testing.T) {
 	ctx := context.Background()
-	h := newHNS(newFakeDataplane())
+	h := newHNS(newFakeDataplane(), build2022)
 	a, _ := h.CreateNetwork(ctx, "", networkDoc("alpha", "10.0.0.0/24", "10.0.0.1"))
 	h.CreateNetwork(ctx, "", networkDoc("beta", "10.0.1.0/24", "10.0.1.1"))
 	ids, err := h.EnumerateNetworks(ctx, `{"SchemaVersion":{"Major":2,"Minor":0},"Filter":"{\"Name\":\"ALPHA\"}"}`)
@@ -284,7 +286,7 @@ func TestHNSQueries(t *testing.T) {
 func TestHNSEndpointStats(t *testing.T) {
 	ctx := context.Background()
 	dp := newFakeDataplane()
-	h := newHNS(dp)
+	h := newHNS(dp, build2022)
 	netID, err := h.CreateNetwork(ctx, "", networkDoc("n", "10.0.0.0/24", "10.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
@@ -329,5 +331,35 @@ func TestHNSEndpointStats(t *testing.T) {
 	dp.fail = ""
 	if _, resp := stats("6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11"); resp.Success {
 		t.Errorf("unknown endpoint: %+v; want a failure", resp)
+	}
+}
+
+// TestHostReachOf: what a Windows host reaches of its own port mappings, by network type, the
+// mapping's LocalRoutedVip flag and the host's build (the sources are at hostReachOf): WinNAT
+// maps localhost from Windows Server 2019 (1809) and nothing of the host's own before; VFP
+// (L2Bridge) maps the host's addresses only with LocalRoutedVip on Windows Server 2022 and
+// later, and never 127.0.0.1 (assumption).
+func TestHostReachOf(t *testing.T) {
+	const build2016, build2025 = 14393, 26100
+	for _, tc := range []struct {
+		netType string
+		flags   uint32
+		build   uint32
+		want    hostReach
+	}{
+		{hcn.NAT, 0, build2016, reachNone},
+		{hcn.NAT, 0, build1809, reachLoopback},
+		{hcn.NAT, 0, build2022, reachLoopback},
+		{hcn.NAT, natFlagsLocalRoutedVip, build2025, reachLoopback},
+		{hcn.L2Bridge, 0, build2016, reachNone},
+		{hcn.L2Bridge, 0, build2022, reachNone},
+		{hcn.L2Bridge, 0, build2025, reachNone},
+		{hcn.L2Bridge, natFlagsLocalRoutedVip, build1809, reachNone},
+		{hcn.L2Bridge, natFlagsLocalRoutedVip, build2022, reachAddresses},
+		{hcn.L2Bridge, natFlagsLocalRoutedVip, build2025, reachAddresses},
+	} {
+		if got := hostReachOf(tc.netType, tc.flags, tc.build); got != tc.want {
+			t.Errorf("hostReachOf(%s, flags %d, build %d) = %d, want %d", tc.netType, tc.flags, tc.build, got, tc.want)
+		}
 	}
 }

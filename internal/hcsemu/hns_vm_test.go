@@ -13,7 +13,7 @@ import (
 func TestHNSVMNIC(t *testing.T) {
 	ctx := context.Background()
 	dp := newFakeDataplane()
-	h := newHNS(dp)
+	h := newHNS(dp, build2022)
 	netID, err := h.CreateNetwork(ctx, "", networkDoc("n", "10.0.0.0/24", "10.0.0.1"))
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,10 @@ import (
 //     bridge there (hns<first 8 hex digits of its id>) carrying the network's gateway address,
 //     so the host reaches endpoints as a Windows host does through its vSwitch; IP forwarding
 //     is on, and the NAT rules of port mappings and outbound NAT are an nftables table
-//     (ip hcsemu) there. Nothing in it routes anywhere else: it has no other interface.
+//     (ip hcsemu) there. A port mapping answers other endpoints at the host's addresses, and
+//     the host's own programs only as Windows does for the network type and host build
+//     (hns.go hostReachOf: a NAT network's also at 127.0.0.1 from 1809, an L2Bridge network's
+//     only with LocalRoutedVip). Nothing in it routes anywhere else: it has no other interface.
 //   - <root>/netns/<namespace id> is an HNS namespace (a compartment): loopback, and for each
 //     endpoint added to it one end of a veth pair (eth0, eth1, …) with the endpoint's address,
 //     MAC and routes; the other end (hep<8 hex digits of the endpoint id>) is a port of its
@@ -81,9 +84,14 @@ func newLinuxNet(ctx context.Context, root string) (_ *linuxNet, retErr error) {
 	if err := setLoopbackUp(l.host); err != nil {
 		return nil, err
 	}
-	// The host routes between its networks (and back to endpoints for port mappings).
+	// The host routes between its networks (and back to endpoints for port mappings), and
+	// lets a connection to 127.0.0.1 that a port mapping redirects leave loopback
+	// (route_localnet; Linux drops such packets otherwise): WinNAT maps localhost from 1809.
 	if err := inNetns(l.hostPath, func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644)
+		if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
+			return err
+		}
+		return os.WriteFile("/proc/sys/net/ipv4/conf/all/route_localnet", []byte("1"), 0o644)
 	}); err != nil {
 		return nil, fmt.Errorf("enable forwarding in the emulated host: %w", err)
 	}
@@ -433,12 +441,16 @@ func (l *linuxNet) setRules(networks []*hnsNetwork, endpoints []*hnsEndpoint) er
 				match = "ip daddr " + pm.vip.String()
 			}
 			to := fmt.Sprintf("%s dport %d dnat to %s:%d", proto, pm.external, ep.ip, pm.internal)
-			// From the host's networks (other endpoints, the host's own addresses) and from
-			// programs of the host itself. 127.0.0.1 is not mapped: WinNAT does not map
-			// loopback either.
-			rules = append(rules,
-				fmt.Sprintf("add rule ip %s prerouting %s %s", nftTable, match, to),
-				fmt.Sprintf("add rule ip %s output ip daddr != 127.0.0.0/8 %s %s", nftTable, match, to))
+			// From the host's networks (other endpoints, the outside) at the host's addresses.
+			rules = append(rules, fmt.Sprintf("add rule ip %s prerouting %s %s", nftTable, match, to))
+			// From programs of the host itself only as Windows maps them (hostReachOf): at
+			// its addresses, also at 127.0.0.1 (WinNAT from 1809), or not at all.
+			switch pm.fromHost {
+			case reachAddresses:
+				rules = append(rules, fmt.Sprintf("add rule ip %s output ip daddr != 127.0.0.0/8 %s %s", nftTable, match, to))
+			case reachLoopback:
+				rules = append(rules, fmt.Sprintf("add rule ip %s output %s %s", nftTable, match, to))
+			}
 		}
 		if ep.outboundNAT != nil {
 			r := fmt.Sprintf("add rule ip %s postrouting ip saddr %s oifname != %q", nftTable, ep.ip, ep.network.link)
@@ -456,6 +468,9 @@ func (l *linuxNet) setRules(networks []*hnsNetwork, endpoints []*hnsEndpoint) er
 		// Hairpin: an endpoint reaching another of its network through a host port mapping
 		// gets its answer back through the host.
 		rules = append(rules, fmt.Sprintf("add rule ip %s postrouting ct status dnat ip saddr %s oifname %q masquerade", nftTable, n.subnet, n.link))
+		// A host program's connection to 127.0.0.1 at a mapped port (reachLoopback) leaves
+		// with the host's address on the network, so the endpoint's answer comes back.
+		rules = append(rules, fmt.Sprintf("add rule ip %s postrouting ct status dnat ip saddr 127.0.0.0/8 oifname %q masquerade", nftTable, n.link))
 		if n.doc.Type == "NAT" {
 			// WinNAT: what leaves a NAT network's subnet carries the host's address.
 			rules = append(rules, fmt.Sprintf("add rule ip %s postrouting ip saddr %s oifname != %q masquerade", nftTable, n.subnet, n.link))

@@ -50,3 +50,45 @@ func TestDaemonHostName(t *testing.T) {
 		t.Errorf("the daemon's host name changed from %q to %q", before, after)
 	}
 }
+
+// TestHostedHostName: each container hosted in a utility VM is a computer of its own, named by
+// its document's GuestOs.HostName (hcsshim sends the pod's host name there), for its first
+// process and for later ones; a hosted container without one sees the VM's name.
+func TestHostedHostName(t *testing.T) {
+	e := newVMEngine(t, "10.0.20348.1", 0)
+	startVM(t, e, "named@vm", "10.0.20348.1", 128)
+	layer := newLayer(t, "10.0.20348.1", false)
+	// The test image's HOSTNAME.EXE: the workload, started under that name.
+	wl, err := os.ReadFile(filepath.Join(layer, "Files", "workload", "workload.exe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(layer, "Files", "Windows", "System32"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(layer, "Files", "Windows", "System32", "HOSTNAME.EXE"), wl, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const hostname = `C:\Windows\System32\HOSTNAME.EXE`
+	vmName := vmHostname("named@vm") + "\r\n"
+	for _, c := range []struct{ id, name, want string }{
+		{"pod-app", "pod-host", "pod-host\r\n"},
+		{"other-app", "other-pod", "other-pod\r\n"},
+		{"unnamed-app", "", vmName},
+	} {
+		if _, err := hostContainerWith(t, e, "named@vm", c.id, layer, newRecorder(), func(ct *schema2.Container) {
+			if c.name != "" {
+				ct.GuestOs = &schema2.GuestOs{HostName: c.name}
+			}
+		}); err != nil {
+			t.Fatalf("hosted container %s: %v", c.id, err)
+		}
+		// A container ends with its last process: one keeps it up while two more ask.
+		runInBackground(t, e, c.id, `C:\workload\workload.exe sleep 600`)
+		for i := 0; i < 2; i++ {
+			if code, out := runIn(t, e, c.id, hostname); code != 0 || out != c.want {
+				t.Errorf("hostname in hosted container %s (HostName %q): exit %d, %q; want %q", c.id, c.name, code, out, c.want)
+			}
+		}
+	}
+}

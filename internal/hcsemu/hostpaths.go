@@ -93,6 +93,11 @@ func (hp *hostPaths) driveRel(p string) (drive byte, rest string, ok bool) {
 // a mapping, on a drive the client's prefix has not, or with a ".." that climbs above the
 // drive's root, it is refused with an error naming field.
 //
+// A path through a symbolic link names the link's target, as HCS maps a link's target on
+// Windows: the links Windows programs make under Wine are Unix links
+// (hack/wine/winesymlink.c), which the mounts follow when they open the resolved path
+// (TestDaemonMappedSymlinks, TestHostedMappedSymlinks).
+//
 // Assumption: names match as spelled. Wine, like NTFS, would also find a name in another
 // case; the Windows-built shim writes the paths it was given, in their case on disk.
 func (hp *hostPaths) resolve(field, p string) (string, error) {

@@ -307,8 +307,12 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 
 	attr := &os.ProcAttr{Dir: cwd, Env: env, Files: childFiles[:], Sys: sys}
 	vmns := s.vmNamespacesLocked()
+	// A container's processes, process-isolated or hosted in a utility VM, see the HostName
+	// of its document as the computer's name: each container in a VM is a silo of its own
+	// there (hcsshim's hcsoci sets GuestOs.HostName from the spec's hostname for both). The
+	// VM's own processes (no Container: shimdiag exec) see the VM's name.
 	hostname := ""
-	if c := s.doc.Container; vmns == nil && c != nil && c.GuestOs != nil {
+	if c := s.doc.Container; c != nil && c.GuestOs != nil {
 		hostname = c.GuestOs.HostName
 	}
 	osp, err := s.e.sp.spawnAs(s.cg, s.netns, vmns, pidns, hostname, exe.LinuxPath, argv, attr)

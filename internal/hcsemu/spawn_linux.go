@@ -35,8 +35,8 @@ type spawnRequest struct {
 	cg    *cgroup
 	netns *os.File      // the network namespace to start in; nil: the daemon's
 	vm    *vmNamespaces // a utility VM's namespaces to start in (vminit_linux.go); nil: none
-	// hostname: start in a UTS namespace of its own with this host name (a process-isolated
-	// container's GuestOs.HostName); "": the daemon's.
+	// hostname: start in a UTS namespace of its own with this host name (a container's
+	// GuestOs.HostName; with vm, one inside the VM's); "": the daemon's (or the VM's).
 	hostname string
 	// pidns: start in this PID namespace (a process-isolated container's silo, silo_linux.go);
 	// nil: the daemon's. Not with vm.
@@ -133,13 +133,6 @@ func startWithHostname(req spawnRequest, tid int, home *homeNamespaces, homeErr 
 	if homeErr != nil {
 		return nil, fmt.Errorf("the spawner cannot return to its UTS namespace: %v", homeErr)
 	}
-	name := req.hostname
-	if len(name) > 64 { // the kernel's limit (HOST_NAME_MAX); Kubernetes' host names fit in 63
-		name = name[:64]
-	}
-	if err := unix.Unshare(unix.CLONE_NEWUTS); err != nil {
-		return nil, fmt.Errorf("make a UTS namespace for host name %q: %w", req.hostname, err)
-	}
 	defer func() {
 		if err := unix.Setns(int(home.uts.Fd()), unix.CLONE_NEWUTS); err != nil {
 			// Not recoverable on this thread; the daemon cannot go on starting processes.
@@ -147,6 +140,19 @@ func startWithHostname(req spawnRequest, tid int, home *homeNamespaces, homeErr 
 			panic(fmt.Sprintf("hcsemu: spawner thread stuck in a container's UTS namespace: %v", err))
 		}
 	}()
+	return startNamed(req, tid)
+}
+
+// startNamed moves the spawner thread into a new UTS namespace named req.hostname and starts
+// req there. The caller returns the thread to its own UTS namespace afterwards.
+func startNamed(req spawnRequest, tid int) (*os.Process, error) {
+	name := req.hostname
+	if len(name) > 64 { // the kernel's limit (HOST_NAME_MAX); Kubernetes' host names fit in 63
+		name = name[:64]
+	}
+	if err := unix.Unshare(unix.CLONE_NEWUTS); err != nil {
+		return nil, fmt.Errorf("make a UTS namespace for host name %q: %w", req.hostname, err)
+	}
 	if err := unix.Sethostname([]byte(name)); err != nil {
 		return nil, fmt.Errorf("set host name %q: %w", req.hostname, err)
 	}

@@ -72,5 +72,10 @@ func (s *spawner) spawnInVM(req spawnRequest, home *homeNamespaces, homeErr erro
 	if err := setnsAll(in); err != nil {
 		return nil, fmt.Errorf("enter the VM: %w", err)
 	}
+	if req.hostname != "" {
+		// A hosted container's process: a UTS namespace of its own inside the VM's, named
+		// as its document asks (the deferred return above leaves it, as it leaves the VM's).
+		return startNamed(req, tid)
+	}
 	return startInGroups(req, tid)
 }

@@ -204,8 +204,9 @@ func containerRoot(t *testing.T, image, id string) string {
 // mode looks for an endpoint that is not there and fails: it is dockershim's.) The emulator
 // attaches the endpoint to the HNS namespace the container runs in, so a server the container
 // already runs is reached at the returned address from another pod (win-bridge's ApiVersion 2
-// mode, containerd's order) and from the emulated host (hcsemu hostns), and through its
-// hostPort mapping at the host's address. A second container of the pod (CNI_NETNS
+// mode, containerd's order), through its hostPort mapping at the host's address from that pod,
+// and from the emulated host (hcsemu hostns) at its address but not through the mapping
+// (L2Bridge without LocalRoutedVip: hcsemu's hostReachOf). A second container of the pod (CNI_NETNS
 // "container:<sandbox>") gets the same endpoint. DEL detaches and deletes the endpoint; a
 // second DEL is a no-op.
 // ADD for a container that does not exist, or that runs processes outside any network
@@ -360,28 +361,42 @@ func TestWinBridgeV1(t *testing.T) {
 	addResult(t, runB, subnet, gw)
 	t.Cleanup(func() { runB("DEL") })
 	b := container(podB, nsB, true)
-	client, err := b.CreateProcess(hctx, &schema2.ProcessParameters{
-		CommandLine: fmt.Sprintf(`C:\workload\workload.exe connect %s:8080 from-pod-b`, addr.Addr()), CreateStdOutPipe: true,
-	})
+	// A container ends with its last process: one keeps pod B up for the clients below.
+	keeper, err := b.CreateProcess(hctx, &schema2.ProcessParameters{CommandLine: `C:\workload\workload.exe sleep 600`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
-	_, clientOut, _ := client.Stdio()
-	got, _ := bufio.NewReader(clientOut).ReadString('\n')
-	<-client.Exited()
-	if code, err := client.ExitCode(); got != "echo: from-pod-b\n" || code != 0 || err != nil {
-		t.Errorf("pod B → pod A %s:8080: %q, exit %d (%v); want the echo", addr.Addr(), got, code, err)
+	defer keeper.Close()
+	// Pod A's address, and the hostPort mapping at the host's address on the network (its
+	// gateway), as another pod of the node reaches a hostPort.
+	for _, target := range []string{addr.Addr().String() + ":8080", gw + ":18101"} {
+		client, err := b.CreateProcess(hctx, &schema2.ProcessParameters{
+			CommandLine: fmt.Sprintf(`C:\workload\workload.exe connect %s from-pod-b`, target), CreateStdOutPipe: true,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, clientOut, _ := client.Stdio()
+		got, _ := bufio.NewReader(clientOut).ReadString('\n')
+		<-client.Exited()
+		if code, err := client.ExitCode(); got != "echo: from-pod-b\n" || code != 0 || err != nil {
+			t.Errorf("pod B → %s (pod A): %q, exit %d (%v); want the echo", target, got, code, err)
+		}
+		client.Close()
 	}
 
-	// The emulated host reaches pod A at its address, and through the hostPort mapping at the
-	// host's address on the network (its gateway), as kubelet's probes and a NodePort client
-	// would on a Windows node.
+	// The emulated host reaches pod A at its address, as kubelet's probes do on a Windows
+	// node, but not through the hostPort mapping: on an L2Bridge network the mapping is a VFP
+	// policy, which the host's own connections reach only when it carries the LocalRoutedVip
+	// flag, and win-bridge sets none (hcsemu's hostReachOf has the sources).
 	host := hostNamespace(t, image)
 	workload := filepath.ToSlash(filepath.Join(image, "workload", "workload.exe"))
-	for _, target := range []string{addr.Addr().String() + ":8080", gw + ":18101"} {
-		if out, err := host(workload, "connect", target, "from-the-host"); err != nil || out != "echo: from-the-host\n" {
-			t.Errorf("emulated host → %s: %q, %v; want the echo", target, out, err)
+	if out, err := host(workload, "connect", addr.Addr().String()+":8080", "from-the-host"); err != nil || out != "echo: from-the-host\n" {
+		t.Errorf("emulated host → %s:8080: %q, %v; want the echo", addr.Addr(), out, err)
+	}
+	for _, target := range []string{gw + ":18101", "127.0.0.1:18101"} {
+		if out, err := host(workload, "connect", target, "from-the-host"); err == nil || out == "echo: from-the-host\n" {
+			t.Errorf("emulated host → %s: %q, %v; want no answer (L2Bridge without LocalRoutedVip)", target, out, err)
 		}
 	}
 

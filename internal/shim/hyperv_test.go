@@ -63,6 +63,7 @@ func (h *harness) hvBundle(id, kind string, parents ...string) *taskapi.CreateTa
 	h.t.Helper()
 	spec := testSpec()
 	spec.Annotations = map[string]string{oci.AnnotationContainerType: kind, oci.AnnotationSandboxID: "pod"}
+	spec.Hostname = "pod-host" // CRI sets every container's to the pod's
 	req := h.bundle(id, spec)
 	var quoted []string
 	for _, p := range parents {
@@ -108,6 +109,11 @@ func TestHyperVPod(t *testing.T) {
 		hosted, ok := cdoc.HostedSystem.(*schema2.HostedSystem)
 		if cdoc.HostingSystemId != "pod@vm" || !ok || cdoc.Container != nil {
 			t.Fatalf("%s: document %+v, want a HostedSystem in pod@vm", c.id, cdoc)
+		}
+		// The pod's host name travels in the hosted container's document, as hcsshim's
+		// hcsoci sends it: each container in the VM is a silo named so.
+		if g := hosted.Container.GuestOs; g == nil || g.HostName != "pod-host" {
+			t.Errorf("%s: GuestOs %+v, want HostName pod-host", c.id, g)
 		}
 		for _, l := range hosted.Container.Storage.Layers {
 			if !strings.HasPrefix(l.Path, schema2.VSMBGuestPathPrefix) {

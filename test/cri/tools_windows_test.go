@@ -170,6 +170,28 @@ func TestToolsNetwork(t *testing.T) {
 	}
 }
 
+// TestHostName: a pod's containers are computers named after the pod's host name in both
+// isolations: hostname prints it and ipconfig /all shows it as the Host Name. In a Hyper-V pod
+// each container is a silo of its own in the utility VM, and hcsshim sends the pod's host name
+// as the hosted container's GuestOs.HostName, so the containers there carry the pod's name,
+// not the VM's.
+func TestHostName(t *testing.T) {
+	n := connect(t)
+	for _, c := range []struct{ name, handler string }{{"process", ""}, {"hyperv", hypervHandler}} {
+		t.Run(c.name, func(t *testing.T) {
+			pod, podCfg := runPodWith(t, n, "pod-hostname-"+c.name, c.handler)
+			s, log := runToEnd(t, n, pod, podCfg, "hostname", "hostname")
+			if got := logLines(log, "stdout"); s.GetExitCode() != 0 || len(got) != 1 || got[0] != podCfg.Hostname {
+				t.Errorf("hostname: exit code %d, stdout %q; want the pod's host name %q", s.GetExitCode(), got, podCfg.Hostname)
+			}
+			s, log = runToEnd(t, n, pod, podCfg, "ipconfig", "ipconfig", "/all")
+			if want := "   Host Name . . . . . . . . . . . . : " + podCfg.Hostname; s.GetExitCode() != 0 || !slices.Contains(logLines(log, "stdout"), want) {
+				t.Errorf("ipconfig /all: exit code %d, log %q; want the line %q", s.GetExitCode(), log, want)
+			}
+		})
+	}
+}
+
 // TestToolsGetProcess: powershell's get-process in a process-isolated container lists that
 // container's processes only, as in a Windows server silo: its workload, the exec'd powershell
 // itself and the silo's smss (hcsemu's silo init); not the processes of another pod nor the

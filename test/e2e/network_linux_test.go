@@ -28,7 +28,7 @@ import (
 // endpoint per pod in the pod's HNS namespace, and a hostPort mapping on pod A's. Then a
 // container of pod B reaches pod A's address over TCP, a second container of pod A reaches the
 // first over 127.0.0.1, and a program in the emulated host's network namespace reaches pod A
-// directly and through the mapped host port. After the pods and the HNS objects are deleted,
+// directly and through the mapped host port, at the host's address and at 127.0.0.1. After the pods and the HNS objects are deleted,
 // no namespace, veth, bridge or endpoint is left.
 func TestPodNetworking(t *testing.T) {
 	env := harness.Start(t, harness.Options{})
@@ -151,6 +151,13 @@ func TestPodNetworking(t *testing.T) {
 		out, err := inHost("connect", "10.252.0.1:18080", "through the host port")
 		if err != nil || out != "echo: through the host port\n" {
 			t.Errorf("host port 18080 → pod A:8080: %q, %v", out, err)
+		}
+		// And at localhost: the network is a NAT one and the emulated host a Windows Server
+		// 2022, whose WinNAT maps the host's own connections to 127.0.0.1 (from 1809; hcsemu's
+		// hostReachOf has the sources).
+		out, err = inHost("connect", "127.0.0.1:18080", "through localhost")
+		if err != nil || out != "echo: through localhost\n" {
+			t.Errorf("127.0.0.1:18080 → pod A:8080: %q, %v", out, err)
 		}
 	})
 	t.Run("not in the machine's own namespace", func(t *testing.T) {
