@@ -12,7 +12,9 @@
 #      (hack/wine/computecore/, hack/wine/vmcompute/, hack/wine/computenetwork/, and what they
 #      share in hack/wine/common/; see hack/wine/README.md)
 #   5. bindfltapi.dll, the stand-in bind filter API, which makes no mappings (hack/wine/bindfltapi/)
-#   6. the DLLs copied into the prefix's drive_c/windows/system32
+#   6. pdh.dll, the stand-in performance counters kubelet reads, answered by hcsemu (hack/wine/pdh/);
+#      it replaces Wine's own pdh.dll in the prefix
+#   7. the DLLs copied into the prefix's drive_c/windows/system32
 #
 # Why the DLL: Go >= 1.22 on Windows needs ProcessPrng from bcryptprimitives.dll, which Wine 8
 # (Debian 12) lacks; see bcryptprimitives.c. It also carries Wine 8 fixes (winecompat.c).
@@ -130,6 +132,7 @@ build_dll vmcompute.dll "${WINE_HACK}/vmcompute/layers.c" "${WINE_HACK}/vmcomput
 build_dll bindfltapi.dll "${WINE_HACK}/bindfltapi/bindfltapi.c"
 build_dll computenetwork.dll "${WINE_HACK}/computenetwork/computenetwork.c" "${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" "${WINE_HACK}/common/hcn.c" -- -lws2_32 -lole32
+build_dll pdh.dll "${WINE_HACK}/pdh/pdh.c" "${WINE_HACK}/common/json.c" "${WINE_HACK}/common/emu.c" -- -lws2_32
 make_prefix
 volume_links
 install_dll bcryptprimitives.dll
@@ -137,3 +140,4 @@ install_dll bindfltapi.dll
 install_dll computecore.dll
 install_dll vmcompute.dll
 install_dll computenetwork.dll
+install_dll pdh.dll

@@ -220,6 +220,12 @@
 // Daemon flags: --os-version, --host-memory-mb (default: this machine's memory),
 // --host-processors (default: this machine's logical processors).
 //
+// The host's performance figures (hostperf_linux.go, wire.MethodGetHostPerformance, an emulator
+// method the stand-in pdh.dll asks, no Windows call): processor time, private working set and
+// committed memory of the emulated host's processes (those in its network namespace and its
+// compute systems' cgroups), its processors and memory as above, and its adapters (the
+// interfaces of its namespace but loopback), cumulative, for PDH's counters.
+//
 // Users (users.go, users_linux.go): the container's own SAM, the accounts of a Windows base image,
 // each a distinct Linux identity inside the container. ProcessParameters.User names one, alone or
 // as "Domain\Name", case-insensitively; empty is ContainerAdministrator. Anything else fails

@@ -179,3 +179,33 @@ func TestDocsConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeRegistry: the node's registry file carries every value kubelet.exe reads at start
+// (k8s.io/kubernetes v1.37.2 pkg/kubelet/winstats), with their types, and refuses a build or
+// UUID it cannot write.
+func TestNodeRegistry(t *testing.T) {
+	reg, err := nodeRegistry("10.0.20348.1", "3F2504E0-4F89-11D3-9A0C-0305E82C3301", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"[HKEY_LOCAL_MACHINE\\Software\\Microsoft\\Windows NT\\CurrentVersion]\r\n",
+		"\"CurrentBuildNumber\"=\"20348\"\r\n",
+		"\"CurrentMajorVersionNumber\"=dword:0000000a\r\n",
+		"\"CurrentMinorVersionNumber\"=dword:00000000\r\n",
+		"\"UBR\"=dword:00000001\r\n",
+		"\"ProductName\"=\"Windows Server 2022 Datacenter\"\r\n",
+		"[HKEY_LOCAL_MACHINE\\System\\HardwareConfig]\r\n\"LastConfig\"=\"{3f2504e0-4f89-11d3-9a0c-0305e82c3301}\"\r\n",
+		"[HKEY_LOCAL_MACHINE\\System\\CurrentControlSet\\Control\\Session Manager\\Memory Management\\PrefetchParameters]\r\n\"BootId\"=dword:00000007\r\n",
+	} {
+		if !strings.Contains(reg, want) {
+			t.Errorf("the registry file lacks %q:\n%s", want, reg)
+		}
+	}
+	if _, err := nodeRegistry("10.0.20348", "3F2504E0-4F89-11D3-9A0C-0305E82C3301", 1); err == nil || !strings.Contains(err.Error(), "10.0.20348") {
+		t.Errorf("a build without its revision: %v", err)
+	}
+	if _, err := nodeRegistry("10.0.20348.1", "not-a-uuid", 1); err == nil || !strings.Contains(err.Error(), "not-a-uuid") {
+		t.Errorf("a malformed UUID: %v", err)
+	}
+}

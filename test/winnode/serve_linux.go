@@ -14,10 +14,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/hcsemu"
@@ -160,11 +163,11 @@ func wineDebugChannels() string {
 	return "-all"
 }
 
-// makePrefix copies the prepared prefix and makes it report Windows Server 2022 (build 20348),
-// the emulated host's build (hcsemu's --os-version): containerd's CRI matches image platforms
-// against the build the host reports (containerd/platforms' Windows matcher), and Debian's Wine
-// reports Windows 7 by default. Wine 8 reads the version from these registry values when no
-// Wine "Version" is set (observed: `cmd /c ver` then prints 10.0.20348).
+// makePrefix copies the prepared prefix and gives it the registry of a Windows Server 2022 node
+// (nodeRegistry). Wine 8 reads the version it reports from these values when no Wine "Version"
+// is set (observed: `cmd /c ver` then prints 10.0.20348): containerd's CRI matches image
+// platforms against the build the host reports (containerd/platforms' Windows matcher), and
+// Debian's Wine reports Windows 7 by default.
 func (n *node) makePrefix(prefix string) error {
 	if err := os.MkdirAll(filepath.Dir(prefix), 0o755); err != nil {
 		return err
@@ -172,12 +175,10 @@ func (n *node) makePrefix(prefix string) error {
 	if out, err := exec.Command("cp", "-a", n.prefix, prefix).CombinedOutput(); err != nil {
 		return fmt.Errorf("copy %s: %w: %s", n.prefix, err, out)
 	}
-	reg := "Windows Registry Editor Version 5.00\r\n\r\n" +
-		"[HKEY_LOCAL_MACHINE\\Software\\Microsoft\\Windows NT\\CurrentVersion]\r\n" +
-		"\"CurrentVersion\"=\"10.0\"\r\n\"CurrentBuildNumber\"=\"20348\"\r\n\"CurrentBuild\"=\"20348\"\r\n" +
-		"\"CurrentMajorVersionNumber\"=dword:0000000a\r\n\"CurrentMinorVersionNumber\"=dword:00000000\r\n" +
-		"\"CSDVersion\"=\"\"\r\n\"ProductName\"=\"Windows Server 2022 Datacenter\"\r\n\r\n" +
-		"[HKEY_LOCAL_MACHINE\\System\\CurrentControlSet\\Control\\ProductOptions]\r\n\"ProductType\"=\"ServerNT\"\r\n"
+	reg, err := nodeRegistry(hostBuild, uuid.NewString(), uint32(time.Now().Unix()))
+	if err != nil {
+		return err
+	}
 	regFile := n.path("wine", "version.reg")
 	if err := os.WriteFile(regFile, []byte(reg), 0o644); err != nil {
 		return err
@@ -484,4 +485,63 @@ func (n *node) wineserverGone() error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return errors.New("processes of the node are still running after 30s")
+}
+
+// nodeRegistry is the registry file (regedit's format) that makes the node's prefix a Windows
+// Server 2022 host of build (10.0.20348.UBR) with the machine id systemUUID and the boot
+// bootID: the values Windows' own tools and kubelet.exe read (k8s.io/kubernetes v1.37.2
+// pkg/kubelet/winstats: version.go's GetOSInfo reads CurrentBuildNumber, the major and minor
+// version numbers, UBR and ProductName, and fails at start without any of them;
+// perfcounter_nodestats_windows.go reads HKLM\SYSTEM\HardwareConfig LastConfig, the system
+// UUID in braces, and PrefetchParameters' BootId, a DWORD). kubelet reports
+// major.minor.build.UBR as the node's kernel version and ProductName as its OS image.
+// Assumptions: Windows counts BootId up at every boot; each `up` is a new machine's boot, so
+// its start time (seconds) serves as a value that differs from one up to the next.
+func nodeRegistry(build, systemUUID string, bootID uint32) (string, error) {
+	parts := strings.Split(build, ".")
+	if len(parts) != 4 {
+		return "", fmt.Errorf("host build %q: want major.minor.build.revision", build)
+	}
+	var nums [4]uint64
+	for i, p := range parts {
+		v, err := strconv.ParseUint(p, 10, 32)
+		if err != nil {
+			return "", fmt.Errorf("host build %q: part %d %q: %w", build, i+1, p, err)
+		}
+		nums[i] = v
+	}
+	if _, err := uuid.Parse(systemUUID); err != nil {
+		return "", fmt.Errorf("system UUID %q: %w", systemUUID, err)
+	}
+	dword := func(v uint64) string { return fmt.Sprintf("dword:%08x", v) }
+	var b strings.Builder
+	b.WriteString("Windows Registry Editor Version 5.00\r\n\r\n")
+	key := func(name string, values ...[2]string) {
+		fmt.Fprintf(&b, "[%s]\r\n", name)
+		for _, v := range values {
+			fmt.Fprintf(&b, "%q=%s\r\n", v[0], v[1])
+		}
+		b.WriteString("\r\n")
+	}
+	str := func(s string) string { return fmt.Sprintf("%q", s) }
+	key(`HKEY_LOCAL_MACHINE\Software\Microsoft\Windows NT\CurrentVersion`,
+		[2]string{"CurrentVersion", str(fmt.Sprintf("%d.%d", nums[0], nums[1]))},
+		[2]string{"CurrentBuildNumber", str(parts[2])},
+		[2]string{"CurrentBuild", str(parts[2])},
+		[2]string{"CurrentMajorVersionNumber", dword(nums[0])},
+		[2]string{"CurrentMinorVersionNumber", dword(nums[1])},
+		[2]string{"UBR", dword(nums[3])},
+		[2]string{"CSDVersion", str("")},
+		[2]string{"ProductName", str("Windows Server 2022 Datacenter")},
+		[2]string{"EditionID", str("ServerDatacenter")},
+		[2]string{"InstallationType", str("Server")},
+		[2]string{"DisplayVersion", str("21H2")},
+	)
+	key(`HKEY_LOCAL_MACHINE\System\CurrentControlSet\Control\ProductOptions`,
+		[2]string{"ProductType", str("ServerNT")})
+	key(`HKEY_LOCAL_MACHINE\System\HardwareConfig`,
+		[2]string{"LastConfig", str("{" + strings.ToLower(systemUUID) + "}")})
+	key(`HKEY_LOCAL_MACHINE\System\CurrentControlSet\Control\Session Manager\Memory Management\PrefetchParameters`,
+		[2]string{"BootId", dword(uint64(bootID))})
+	return b.String(), nil
 }
