@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -70,7 +69,7 @@ func joinCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := step(w, *name+": Node Ready", func() error { return waitNodeReady(c, *root, *name, *timeout) }); err != nil {
+	if err := step(w, *name+": Node Ready", func() error { return waitNodeReady(c, *nodeRoot, *name, *timeout) }); err != nil {
 		return err
 	}
 	pr("%-34s %7.2fs\n", *name+": joined", time.Since(start).Seconds())
@@ -190,9 +189,12 @@ func kubeletFlags(dir, name, addr string) []string {
 	}
 }
 
-// startKubelet asks the node to run kubelet.exe as one of its processes (`winnode kubelet`,
-// which gives it the Windows flags, the node's Wine prefix and the host's network namespace),
-// detached, its output in DIR/logs/kubelet-NAME.log.
+// startKubelet asks the node to run kubelet.exe as one of its processes: `winnode kubelet`
+// (test/winnode) starts it in the node's Wine prefix and the emulated host's network namespace
+// with the Windows kubelet flags, appends ours last (kubelet takes the last of a repeated flag)
+// and returns once kubelet's healthz answers, leaving it running as a part of the node (the
+// node's down ends it). Its own output is in the node's logs/kubelet.log; winnode's in
+// DIR/logs/kubelet-NAME.log.
 func startKubelet(root, nodeRoot, exe, dir, name, addr string, extra []string) error {
 	winnode := filepath.Join(nodeRoot, "bin", "winnode")
 	args := append([]string{"kubelet", "--root", nodeRoot, "--exe", exe, "--kubeconfig", filepath.Join(dir, "kubelet.kubeconfig"), "--"},
@@ -205,30 +207,19 @@ func startKubelet(root, nodeRoot, exe, dir, name, addr string, extra []string) e
 	defer f.Close()
 	cmd := exec.Command(winnode, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err == nil {
-			return nil // it started kubelet and returned
-		}
+	if err := cmd.Run(); err != nil {
 		out, _ := os.ReadFile(logPath)
 		if bytes.Contains(out, []byte("usage: winnode up")) {
 			// Not there yet: branch kubelet-node adds it to test/winnode.
 			return fmt.Errorf("%s has no `kubelet` subcommand yet (test/winnode's, from branch kubelet-node): kubelet.exe cannot be started on the node", winnode)
 		}
-		return fmt.Errorf("winnode kubelet: %v; see %s", err, logPath)
-	case <-time.After(5 * time.Second):
-		return nil // it runs kubelet in the foreground: it is kubelet's parent now
+		return fmt.Errorf("winnode kubelet: %v: %s (kubelet's own log: %s)", err, strings.TrimSpace(string(out)), filepath.Join(nodeRoot, "logs", "kubelet.log"))
 	}
+	return nil
 }
 
 // waitNodeReady waits until the Node NAME exists and its Ready condition is True.
-func waitNodeReady(c *http.Client, root, name string, timeout time.Duration) error {
+func waitNodeReady(c *http.Client, nodeRoot, name string, timeout time.Duration) error {
 	url := fmt.Sprintf("https://%s:%d/api/v1/nodes/%s", apiAddr, apiPort, name)
 	deadline := time.Now().Add(timeout)
 	last := "no Node yet"
@@ -240,7 +231,7 @@ func waitNodeReady(c *http.Client, root, name string, timeout time.Duration) err
 		}
 		time.Sleep(time.Second)
 	}
-	return fmt.Errorf("node %s not Ready after %s: %s; see %s", name, timeout, last, filepath.Join(root, "logs", "kubelet-"+name+".log"))
+	return fmt.Errorf("node %s not Ready after %s: %s; see kubelet's log, %s", name, timeout, last, filepath.Join(nodeRoot, "logs", "kubelet.log"))
 }
 
 func nodeReady(c *http.Client, url string) (bool, string, error) {
