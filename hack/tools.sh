@@ -2,7 +2,7 @@
 # hack/tools.sh builds the pinned tools the build and the tests use, from the Go module proxy,
 # into a cache keyed by tool version and Go version, and prints nothing but errors.
 #
-#   hack/tools.sh [all|proto|lint|containerd|containerd1.7|cni|containerd-windows|containerd1.7-windows]
+#   hack/tools.sh [all|proto|lint|containerd|containerd1.7|cni|containerd-windows|containerd1.7-windows|kubernetes]
 #   (default: all)
 #
 # The pins live in tools/go.mod (protoc-gen-go, protoc-gen-go-ttrpc, containerd 2.x and ctr),
@@ -11,7 +11,10 @@
 # them under Wine). containerd-windows builds the same containerd 2.x and ctr pins for
 # windows/amd64 (containerd.exe, ctr.exe), and containerd1.7-windows the containerd 1.7 pins
 # (paths containerd1.7.exe, ctr1.7.exe), for running them under Wine (hack/wine/containerd.sh,
-# make test-wine-containerd); not part of `all`. Cache: $RUNHCS_CACHE, default
+# make test-wine-containerd); not part of `all`. kubernetes builds the cluster's pins
+# (hack/cluster.sh): kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (Linux) and
+# kubelet.exe (windows/amd64) from tools/kubernetes/go.mod, etcd from tools/etcd/go.mod; not part
+# of `all` either (kubelet.exe alone takes about 12 minutes on one busy core). Cache: $RUNHCS_CACHE, default
 # ~/.cache/runhcs. `hack/tools.sh path NAME` prints where a tool lives (built or not).
 set -euo pipefail
 
@@ -63,6 +66,8 @@ path_of() {
 	containerd1.7.exe) echo "$(tooldir containerd.exe "$(modver tools/containerd1.7 github.com/containerd/containerd)")/containerd.exe" ;;
 	ctr1.7.exe) echo "$(tooldir ctr.exe "$(modver tools/containerd1.7 github.com/containerd/containerd)")/ctr.exe" ;;
 	win-bridge.exe | host-local.exe) echo "$(tooldir "$1" "$(modver tools/cni github.com/containernetworking/plugins)")/$1" ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler | kubectl | kubelet.exe) echo "$(tooldir "$1" "$(modver tools/kubernetes k8s.io/kubernetes)")/$1" ;;
+	etcd) echo "$(tooldir etcd "$(modver tools/etcd go.etcd.io/etcd/server/v3)")/etcd" ;;
 	*) echo "tools: unknown tool $1" >&2; return 1 ;;
 	esac
 }
@@ -109,6 +114,32 @@ containerd17_windows() {
 	GOOS=windows GOARCH=amd64 build tools/containerd1.7 containerd.exe "${v}" github.com/containerd/containerd/cmd/containerd "${CONTAINERD_TAGS}" "${ld}"
 	GOOS=windows GOARCH=amd64 build tools/containerd1.7 ctr.exe "${v}" github.com/containerd/containerd/cmd/ctr "${CONTAINERD_TAGS}" "${ld}"
 }
+# kubernetes builds the Kubernetes release and etcd the cluster runs. The version variables are the
+# ones Kubernetes' hack/lib/version.sh sets (in k8s.io/client-go/pkg/version and
+# k8s.io/component-base/version), so every binary reports the pinned release (kubelet reports it
+# to the API server as the Node's kubeletVersion) instead of v0.0.0-master. The module proxy does
+# not give the release's git commit, so gitCommit is left empty; buildDate is the release
+# module's time, so builds are reproducible.
+kubernetes() {
+	local v ld="" key val major minor date
+	v="$(modver tools/kubernetes k8s.io/kubernetes)"
+	major="${v#v}"
+	major="${major%%.*}"
+	minor="${v#v*.}"
+	minor="${minor%%.*}"
+	date="$(cd "${ROOT}/tools/kubernetes" && go list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes)"
+	for kv in "gitVersion=${v}" "gitMajor=${major}" "gitMinor=${minor}" "gitCommit=" "gitTreeState=clean" "buildDate=${date}"; do
+		key="${kv%%=*}"
+		val="${kv#*=}"
+		ld+=" -X k8s.io/client-go/pkg/version.${key}=${val} -X k8s.io/component-base/version.${key}=${val}"
+	done
+	build tools/etcd etcd "$(modver tools/etcd go.etcd.io/etcd/server/v3)" go.etcd.io/etcd/server/v3
+	local cmd
+	for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+		build tools/kubernetes "${cmd}" "${v}" "k8s.io/kubernetes/cmd/${cmd}" "" "${ld}"
+	done
+	GOOS=windows GOARCH=amd64 build tools/kubernetes kubelet.exe "${v}" k8s.io/kubernetes/cmd/kubelet "" "${ld}"
+}
 
 case "${1:-all}" in
 all) proto; lint; containerd2; containerd17; cni ;;
@@ -119,6 +150,7 @@ containerd1.7) containerd17 ;;
 cni) cni ;;
 containerd-windows) containerd2_windows ;;
 containerd1.7-windows) containerd17_windows ;;
+kubernetes) kubernetes ;;
 path) path_of "$2" ;;
-*) echo "usage: $0 [all|proto|lint|containerd|containerd1.7|cni|containerd-windows|containerd1.7-windows|path NAME]" >&2; exit 2 ;;
+*) echo "usage: $0 [all|proto|lint|containerd|containerd1.7|cni|containerd-windows|containerd1.7-windows|kubernetes|path NAME]" >&2; exit 2 ;;
 esac

@@ -34,7 +34,9 @@ import (
 //     (ip hcsemu) there. A port mapping answers other endpoints at the host's addresses, and
 //     the host's own programs only as Windows does for the network type and host build
 //     (hns.go hostReachOf: a NAT network's also at 127.0.0.1 from 1809, an L2Bridge network's
-//     only with LocalRoutedVip). Nothing in it routes anywhere else: it has no other interface.
+//     only with LocalRoutedVip). Nothing in it routes anywhere else: its only other interface
+//     is one a caller may add to link it to a namespace of its own (test/cluster's
+//     control-plane network, the node's "physical" NIC), never to the machine's network.
 //   - <root>/netns/<namespace id> is an HNS namespace (a compartment): loopback, and for each
 //     endpoint added to it one end of a veth pair (eth0, eth1, …) with the endpoint's address,
 //     MAC and routes; the other end (hep<8 hex digits of the endpoint id>) is a port of its
@@ -521,6 +523,15 @@ func InHostNetns(root string, fn func() error) error { return inNetns(HostNetnsP
 // ExecInHostNetns replaces the calling program with argv run in the emulated host's network
 // namespace of the daemon using root (`hcsemu hostns`). It returns only on failure.
 func ExecInHostNetns(root string, argv []string) error {
+	if _, err := os.Stat(HostNetnsPath(root)); err != nil {
+		return fmt.Errorf("the emulated host's network namespace (is hcsemu running with --root %s?): %w", root, err)
+	}
+	return ExecInNetns(HostNetnsPath(root), argv)
+}
+
+// ExecInNetns replaces the calling program with argv run in the network namespace bound at
+// path. It returns only on failure.
+func ExecInNetns(path string, argv []string) error {
 	if len(argv) == 0 {
 		return fmt.Errorf("no program to run")
 	}
@@ -528,14 +539,14 @@ func ExecInHostNetns(root string, argv []string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(HostNetnsPath(root))
+	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("the emulated host's network namespace (is hcsemu running with --root %s?): %w", root, err)
+		return fmt.Errorf("network namespace: %w", err)
 	}
 	// The namespace is the calling thread's; execve keeps it for the new program.
 	runtime.LockOSThread()
 	if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("enter %s: %w", HostNetnsPath(root), err)
+		return fmt.Errorf("enter %s: %w", path, err)
 	}
 	return unix.Exec(prog, argv, os.Environ())
 }
