@@ -6,10 +6,12 @@ BIN := bin
 COMMANDS := containerd-shim-runhcs-v1 containerd-wcow-snapshotter hcsemu shimdiag
 E2E_TIMEOUT ?= 30m
 # Packages with unit tests: everything but the end-to-end suites (test/winnode's runs in make
-# test-winnode); the shared test harness (test/harness) and its unit tests are in.
-UNIT_PKGS = $(shell $(GO) list ./... | grep -vE '/test/(e2e|soak|winnode)$$')
+# test-winnode, test/k8s's in make test-cluster); the shared test harness (test/harness) and its
+# unit tests are in. test/cluster's end-to-end test needs the cluster's binaries and runs in make
+# test-cluster (hack/cluster.sh test); its unit tests run here.
+UNIT_PKGS = $(shell $(GO) list ./... | grep -vE '/test/(e2e|soak|winnode|k8s|cluster)$$')
 
-.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 soak test-winnode test-winnode-2 test-winnode-1.7 demo lint proto proto-check cross tools deps check clean
+.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 soak test-winnode test-winnode-2 test-winnode-1.7 test-cluster demo lint proto proto-check cross tools deps check clean
 
 all: build
 
@@ -21,6 +23,7 @@ build:
 ## test: unit tests with the race detector
 test:
 	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
+	$(GO) test -race -count=1 -skip TestDownAfterCrash ./test/cluster
 
 ## fuzz: every fuzz target for a bounded time (RUNHCS_FUZZTIME seconds each, default 20; root)
 fuzz:
@@ -48,6 +51,11 @@ test-winnode:
 test-winnode-2 test-winnode-1.7: test-winnode-%:
 	root="$${RUNHCS_WINNODE_ROOT:+$${RUNHCS_WINNODE_ROOT}/containerd-$*}"; \
 	bash hack/winnode.sh test --containerd $* --root "$${root:-$$(mktemp -d /tmp/runhcs-winnode-test.XXXXXX)}"
+
+## test-cluster: the Kubernetes suite (test/k8s) against a fresh cluster whose Windows node is the emulated node, on containerd 2.4.2 (root; hack/cluster.sh test; RUNHCS_CLUSTER_CONTAINERD=1.7 for 1.7.35)
+# A fresh root per run (RUNHCS_CLUSTER_ROOT to choose it).
+test-cluster:
+	bash hack/cluster.sh test --containerd $${RUNHCS_CLUSTER_CONTAINERD:-2} --root "$${RUNHCS_CLUSTER_ROOT:-$$(mktemp -d /tmp/runhcs-cluster-test.XXXXXX)}"
 
 ## demo: the README's first command
 demo:

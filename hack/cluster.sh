@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# hack/cluster.sh runs a Kubernetes cluster on this Linux machine whose Windows worker is the
+# emulated Windows node (test/cluster, docs/cluster.md): etcd, kube-apiserver,
+# kube-controller-manager and kube-scheduler of the pinned release (tools/kubernetes,
+# tools/etcd) as Linux processes with TLS between them, in a network namespace of their own,
+# and the emulated Windows node (hack/winnode.sh) with kubelet.exe (the Windows build of the same
+# release) joined to it. As root.
+#
+#   hack/cluster.sh up [--root DIR] [--containerd 2|1.7]
+#   hack/cluster.sh down [--root DIR]
+#   hack/cluster.sh run [--root DIR] PROGRAM ARGS…      e.g. run kubectl get nodes -o wide
+#   hack/cluster.sh test [--root DIR] [--containerd 2|1.7] [go test flags…]
+#
+# up builds what is missing (cached in $RUNHCS_CACHE), prints the time of each step, writes
+# DIR/kubeconfig and DIR/cluster.env. DIR defaults to /tmp/runhcs-cluster; the node lives in
+# DIR/nodes/winnode-1. run runs a program with KUBECONFIG set, on the cluster's network, with
+# the pinned kubectl first on PATH. down leaves nothing, also after a crash of any part. test
+# brings a cluster up, runs test/k8s against it, checks that down cleans up after a crash
+# (test/cluster TestDownAfterCrash) and takes it down (make test-cluster).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${ROOT}"
+cmd="${1:-}"
+[[ $# -gt 0 ]] && shift
+dir=/tmp/runhcs-cluster
+containerd=2
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--root) dir="$2"; shift 2 ;;
+	--containerd) containerd="$2"; shift 2 ;;
+	*) break ;;
+	esac
+done
+node=winnode-1
+elapsed() { echo "$(date +%s.%N) - $1" | bc; }
+case "${cmd}" in
+up)
+	case "${containerd}" in
+	2 | 1.7) ;;
+	*) echo "cluster: --containerd ${containerd}: want 2 or 1.7" >&2; exit 2 ;;
+	esac
+	t0=$(date +%s.%N)
+	echo "cluster: building (cached after the first run)" >&2
+	bash hack/tools.sh kubernetes
+	mkdir -p "${dir}/bin"
+	CGO_ENABLED=0 go build -o "${dir}/bin/" ./test/cluster
+	for t in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+		ln -f "$(bash hack/tools.sh path "${t}")" "${dir}/bin/${t}" 2>/dev/null || cp "$(bash hack/tools.sh path "${t}")" "${dir}/bin/${t}"
+	done
+	printf 'cluster: %-34s %7.2fs\n' "build" "$(elapsed "${t0}")" >&2
+	"${dir}/bin/cluster" up --root "${dir}" --bin "${dir}/bin" >/dev/null
+	bash hack/winnode.sh up --root "${dir}/nodes/${node}" --containerd "${containerd}" >/dev/null
+	"${dir}/bin/cluster" join --root "${dir}" --node "${node}" --index 1 --node-root "${dir}/nodes/${node}" \
+		--kubelet "$(bash hack/tools.sh path kubelet.exe)"
+	printf 'cluster: %-34s %7.2fs\n' "cluster up" "$(elapsed "${t0}")" >&2
+	cat "${dir}/cluster.env"
+	echo "cluster: up; kubeconfig ${dir}/kubeconfig; try: hack/cluster.sh run --root ${dir} kubectl get nodes -o wide; stop with: hack/cluster.sh down --root ${dir}" >&2
+	;;
+down)
+	[[ -e "${dir}" ]] || exit 0
+	[[ -x "${dir}/bin/cluster" ]] || { mkdir -p "${dir}/bin"; go build -o "${dir}/bin/" ./test/cluster; }
+	# down removes the folder, its own binary included: run a copy.
+	tmp="$(mktemp /tmp/cluster-down.XXXXXX)"
+	cp "${dir}/bin/cluster" "${tmp}"
+	chmod +x "${tmp}"
+	rc=0
+	"${tmp}" down --root "${dir}" || rc=$?
+	rm -f "${tmp}"
+	exit "${rc}"
+	;;
+run)
+	PATH="${dir}/bin:${PATH}" exec "${dir}/bin/cluster" run --root "${dir}" -- "$@"
+	;;
+test)
+	t_test=$(date +%s.%N)
+	bash "$0" down --root "${dir}"
+	trap 'bash "$0" down --root "${dir}"' EXIT
+	bash "$0" up --root "${dir}" --containerd "${containerd}" >/dev/null
+	CGO_ENABLED=0 go test -c -o "${dir}/bin/k8s.test" ./test/k8s
+	t0=$(date +%s.%N)
+	rc=0
+	RUNHCS_CLUSTER_CONTAINERD="${containerd}" PATH="${dir}/bin:${PATH}" \
+		"${dir}/bin/cluster" run --root "${dir}" -- "${dir}/bin/k8s.test" -test.v -test.count=1 -test.timeout 20m "$@" || rc=$?
+	printf 'cluster: %-34s %7.2fs\n' "test/k8s" "$(elapsed "${t0}")" >&2
+	# down after a crash of the control plane leaves nothing and spares its caller (a control
+	# plane of its own, beside this one).
+	RUNHCS_CLUSTER_BIN="${dir}/bin" go test -count=1 -v -timeout 10m -run 'TestDownAfterCrash' ./test/cluster || rc=$?
+	printf 'cluster: %-34s %7.2fs (exit %d)\n' "test, containerd ${containerd}" "$(elapsed "${t_test}")" "${rc}" >&2
+	exit "${rc}"
+	;;
+*)
+	echo "usage: $0 up|down|run|test [--root DIR] [--containerd 2|1.7] …" >&2
+	exit 2
+	;;
+esac
