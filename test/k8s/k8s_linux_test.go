@@ -171,38 +171,38 @@ func TestNode(t *testing.T) {
 		info.ContainerRuntimeVersion, info.KubeletVersion, n.Status.Addresses)
 }
 
-// readmeRuntimeClasses is the YAML of the README's "Kubernetes: a RuntimeClass per handler":
-// the suite applies exactly what users are told to apply.
-func readmeRuntimeClasses(t *testing.T) string {
+// docsRuntimeClasses is the YAML of docs/install-windows.md's "Kubernetes: a RuntimeClass per
+// handler": the suite applies exactly what users are told to apply.
+func docsRuntimeClasses(t *testing.T) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	readme := filepath.Join(filepath.Dir(file), "..", "..", "README.md")
-	if p := os.Getenv("RUNHCS_README"); p != "" {
-		readme = p
+	page := filepath.Join(filepath.Dir(file), "..", "..", "docs", "install-windows.md")
+	if p := os.Getenv("RUNHCS_INSTALL_DOC"); p != "" {
+		page = p
 	}
-	b, err := os.ReadFile(readme)
+	b, err := os.ReadFile(page)
 	if err != nil {
-		t.Fatalf("the README (RUNHCS_README names it when the suite runs from elsewhere): %v", err)
+		t.Fatalf("docs/install-windows.md (RUNHCS_INSTALL_DOC names it when the suite runs from elsewhere): %v", err)
 	}
-	_, rest, ok := strings.Cut(string(b), "### Kubernetes: a RuntimeClass per handler")
+	_, rest, ok := strings.Cut(string(b), "## Kubernetes: a RuntimeClass per handler")
 	if !ok {
-		t.Fatal("README: no section \"Kubernetes: a RuntimeClass per handler\"")
+		t.Fatalf("%s: no section \"Kubernetes: a RuntimeClass per handler\"", page)
 	}
 	_, rest, ok = strings.Cut(rest, "```yaml\n")
 	if !ok {
-		t.Fatal("README: no yaml block in \"Kubernetes: a RuntimeClass per handler\"")
+		t.Fatalf("%s: no yaml block in \"Kubernetes: a RuntimeClass per handler\"", page)
 	}
 	y, _, ok := strings.Cut(rest, "```")
 	if !ok {
-		t.Fatal("README: unterminated yaml block")
+		t.Fatalf("%s: unterminated yaml block", page)
 	}
 	return y
 }
 
-// applyRuntimeClasses applies the README's RuntimeClasses (idempotent: kubectl apply).
+// applyRuntimeClasses applies the documented RuntimeClasses (idempotent: kubectl apply).
 func applyRuntimeClasses(t *testing.T, cs *kubernetes.Clientset) {
 	t.Helper()
-	kubectl(t, readmeRuntimeClasses(t), "apply", "-f", "-")
+	kubectl(t, docsRuntimeClasses(t), "apply", "-f", "-")
 	for _, name := range []string{"runhcs-wcow-process", "runhcs-wcow-hypervisor"} {
 		rc, err := cs.NodeV1().RuntimeClasses().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
@@ -217,7 +217,7 @@ func applyRuntimeClasses(t *testing.T, cs *kubernetes.Clientset) {
 	}
 }
 
-// TestRuntimeClasses applies the README's two RuntimeClasses.
+// TestRuntimeClasses applies the two documented RuntimeClasses (docs/install-windows.md).
 func TestRuntimeClasses(t *testing.T) {
 	applyRuntimeClasses(t, client(t))
 }
