@@ -63,7 +63,9 @@
 //	            from /proc: Linux's nearest figures), exit N, while ($true) {…}
 //	            with break, $env:NAME (read and assigned), $LASTEXITCODE, quoted strings, programs
 //	ping        [-t] [-n N] [-w MS] [-4] HOST: ICMP echo over IPv4, ping's lines and statistics
-//	ipconfig    [/all]: the interfaces' addresses, masks, physical addresses and the host name
+//	ipconfig    [/all]: the interfaces' addresses, masks, physical addresses and the host name;
+//	            DNS as hcsemu's C:\etc\resolv.conf records it: the suffix search list, each
+//	            adapter's connection-specific suffix and (with /all) its DNS servers
 //	hostname    the computer name
 //
 // Nothing here imports the rest of runhcs but internal/winargs, a standard-library-only leaf
