@@ -37,6 +37,8 @@
 //	                      request with 200 and TEXT, until killed
 //	connect ADDRESS MSG   connect to ADDRESS (retrying for up to 10 s while it is refused or
 //	                      unreachable), send MSG and a newline, print the one-line answer
+//	resolve NAME          look NAME up with the system's resolver and print its IPv4 addresses,
+//	                      one a line, sorted (under hcsemu the container's C:\etc\resolv.conf)
 //	pipe PIPE MSG         open the named pipe PIPE (\\.\pipe\NAME), send MSG and a newline, print
 //	                      the one-line answer; the Linux build opens hcsemu's stand-in for the
 //	                      pipe, the unix socket /pipe/name (the name lower-cased: pipe names are

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -300,8 +301,25 @@ func pingMain(args []string, t *tool) int {
 	return 0
 }
 
-// resolveHost finds an IPv4 address for a name: a literal, "localhost", or the hosts file.
+// resolveHost finds an IPv4 address for a name as Windows' resolver does for ping: a literal,
+// "localhost", the hosts file, then DNS (the system's resolver: under hcsemu the pod's DNS
+// settings in C:\etc\resolv.conf, with its one suffix).
 func resolveHost(name string) net.IP {
+	if ip := resolveLocal(name); ip != nil {
+		return ip
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupIP(ctx, "ip4", name)
+	if err != nil || len(ips) == 0 {
+		return nil
+	}
+	return ips[0].To4()
+}
+
+// resolveLocal finds an IPv4 address for a name without DNS: a literal, "localhost", or the
+// hosts file.
+func resolveLocal(name string) net.IP {
 	if ip := net.ParseIP(name); ip != nil {
 		return ip.To4()
 	}
