@@ -3,6 +3,7 @@ package hcsemu
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,5 +137,105 @@ func TestVolumeWriteFile(t *testing.T) {
 	v.writeFile(resolvConfRel, []byte("three"))
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Errorf("written outside the volume: %v", entries)
+	}
+}
+
+// TestDaemonResolverOneSuffix: name resolution in a container follows Windows' rules for a pod
+// (Kubernetes docs, "Networking on Windows", DNS limitations: one suffix, the pod namespace's;
+// kubernetes.default.svc.cluster.local and kubernetes resolve, kubernetes.default does not),
+// with kubelet's usual three search suffixes on the endpoint and a DNS server on the emulated
+// host that knows kubernetes.default.svc.cluster.local only. The workload's resolver is Go's,
+// which reads the container's C:\etc\resolv.conf as a Linux resolver would.
+func TestDaemonResolverOneSuffix(t *testing.T) {
+	d := startDaemon(t)
+	api := dial(t, d)
+	h := d.engine.hns
+	ctx := context.Background()
+	netID, err := h.CreateNetwork(ctx, "", networkDoc("dns-resolve", "10.253.8.0/24", "10.253.8.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The DNS server listens on the emulated host's address on the network (its gateway).
+	var conn net.PacketConn
+	if err := inNetns(HostNetnsPath(d.engine.cfg.Root), func() (err error) {
+		conn, err = net.ListenPacket("udp4", "10.253.8.1:53")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go serveDNS(conn, map[string]net.IP{"kubernetes.default.svc.cluster.local.": net.IPv4(10, 96, 0, 1)})
+
+	epID, err := h.CreateEndpoint(ctx, netID, "", `{"Dns":{"Search":["default.svc.cluster.local","svc.cluster.local","cluster.local"],"ServerList":["10.253.8.1"]}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsID, err := h.CreateNamespace(ctx, "", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ModifyNamespace(ctx, nsID, fmt.Sprintf(`{"ResourceType":"Endpoint","RequestType":"Add","Settings":{"EndpointId":%q}}`, epID)); err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := createSystem(t, api, "dns-resolve", fmt.Sprintf(`,"Networking":{"Namespace":%q}`, nsID), true)
+	mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: `C:\workload\workload.exe sleep 600`})
+	for _, c := range []struct {
+		name string
+		want string // "" for not found
+	}{
+		{"kubernetes.default.svc.cluster.local", "10.96.0.1\n"},
+		{"kubernetes", "10.96.0.1\n"},
+		{"kubernetes.default", ""},
+		{"kubernetes.default.svc", ""},
+	} {
+		s := mustStart(t, api, cs, schema2.ProcessParameters{CommandLine: `C:\workload\workload.exe resolve ` + c.name, CreateStdOutPipe: true})
+		out := readAll(t, s.stdout)
+		code := s.exitCode(t)
+		if c.want != "" && (code != 0 || out != c.want) || c.want == "" && code == 0 {
+			t.Errorf("resolve %s in the pod: exit code %d, output %q; want %q", c.name, code, out, c.want)
+		}
+	}
+}
+
+// serveDNS answers the DNS queries that reach conn: an A record for a name of records (fully
+// qualified, lower case), no records for its other types, NXDOMAIN for any other name. It ends
+// when conn is closed.
+func serveDNS(conn net.PacketConn, records map[string]net.IP) {
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := conn.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		q := buf[:n]
+		if len(q) < 12 {
+			continue
+		}
+		// The question: labels up to a zero byte, then QTYPE and QCLASS.
+		var labels []string
+		i := 12
+		for i < len(q) && q[i] != 0 && i+1+int(q[i]) <= len(q) {
+			labels = append(labels, string(q[i+1:i+1+int(q[i])]))
+			i += 1 + int(q[i])
+		}
+		if i+5 > len(q) {
+			continue
+		}
+		qtype := int(q[i+1])<<8 | int(q[i+2])
+		question := q[12 : i+5]
+		name := strings.ToLower(strings.Join(labels, ".")) + "."
+		ip, known := records[name]
+		resp := []byte{q[0], q[1], 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0}
+		if !known {
+			resp[3] |= 3 // NXDOMAIN
+		}
+		resp = append(resp, question...)
+		if known && qtype == 1 {
+			resp[7] = 1
+			// The question's name (a pointer to offset 12), A, IN, TTL 60, 4 bytes.
+			resp = append(resp, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4)
+			resp = append(resp, ip.To4()...)
+		}
+		conn.WriteTo(resp, from)
 	}
 }
