@@ -64,7 +64,8 @@
 //   - users.go, users_linux.go: the container's accounts ("Users" below); ccg.go: Container
 //     Credential Guard instances ("gMSA" below).
 //   - hns.go, hns_v1.go: HNS objects, their validation and queries (v2), and the v1 HNSCall
-//     surface translated onto them; methods_hns_linux.go: their wire methods.
+//     surface translated onto them; methods_hns_linux.go: their wire methods. dns.go,
+//     dns_linux.go: endpoints' DNS settings and the container's resolver file ("DNS" below).
 //   - hnsnet_linux.go: the HNS dataplane: the emulated host's network namespace
 //     (<root>/netns/host), a bridge per network, a netns per HNS namespace, a veth pair per
 //     attached endpoint, nftables rules for port mappings and NAT (what the host's own
@@ -209,6 +210,19 @@
 // Windows\System32\hcsemu-osbuild.txt, under its Files\ (and UtilityVM\Files\ for the VM it
 // boots) — the emulator's convention, written by test/image (image.OSBuildFile), since the real
 // record (the SOFTWARE hive) cannot be read here. Builds compare by their third component.
+//
+// DNS (dns.go, dns_linux.go): an HNS endpoint keeps its Dns (Domain, Search, ServerList, Options;
+// v1's DNSDomain, DNSSuffix and DNSServerList are the same settings as comma-separated lists),
+// servers checked as IP addresses and suffixes as single names. A container's network adapters
+// have their endpoints' settings, as Windows gives them to the container's adapters; the
+// emulator's convention, beside the OS-build file: when a container starts, and when an endpoint
+// joins or leaves a running one, hcsemu writes them into its C:\etc\resolv.conf
+// (ResolvConfFile): a comment line per adapter (its MAC, connection-specific suffix and servers,
+// which the test workload's ipconfig stand-in prints), nameserver lines, one search suffix (the
+// first adapter's Domain or first Search; Windows applies one suffix) or the document's
+// Networking.DnsSearchList, and options ndots:1 (Windows takes a dotted name as fully
+// qualified). A process-isolated container's adapters are its HNS namespace's endpoints, a
+// hosted container's its VM's NICs. So a Linux workload's resolver follows the pod's DNS config.
 //
 // Service properties: "ProcessorTopology" answers LogicalProcessorCount = --host-processors
 // (default: this machine's). Properties of a VM: "Statistics" and "Memory" from the VM's cgroup

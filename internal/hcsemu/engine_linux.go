@@ -643,6 +643,12 @@ func (e *Engine) Start(ctx context.Context, ref wire.SystemRef, options string) 
 	if err != nil {
 		return err
 	}
+	if s.vm == nil && s.state == schema2.StateCreated {
+		// Before the silo, so a failure leaves the container as it was.
+		if err := s.writeResolvConfLocked(); err != nil {
+			return err
+		}
+	}
 	if s.vm != nil {
 		if err := s.startVMLocked(ctx); err != nil {
 			return err

@@ -79,11 +79,19 @@ func (e *Engine) modifyV1(ctx context.Context, ref wire.SystemRef, doc string) e
 		return errorf(computecore.E_NOT_SUPPORTED, "ResourceType: Network: compute system %q runs in utility VM %q, whose NICs are its network (VirtualMachine/Devices/NetworkAdapters)", s.id, s.doc.HostingSystemId)
 	}
 	if s.netnsID == "" {
-		return e.firstEndpointLocked(ctx, s, epID, add)
-	}
-	// The lock order is system → hns (hns.go).
-	if err := e.hns.systemEndpoint(ctx, s.netnsID, s.id, epID, add); err != nil {
+		if err := e.firstEndpointLocked(ctx, s, epID, add); err != nil {
+			return err
+		}
+	} else if err := e.hns.systemEndpoint(ctx, s.netnsID, s.id, epID, add); err != nil {
+		// The lock order is system → hns (hns.go).
 		return err
+	}
+	if s.state != schema2.StateCreated {
+		// The container's adapters changed: so does what its resolver reads (dns.go); a
+		// created one gets the file when it starts.
+		if err := s.writeResolvConfLocked(); err != nil {
+			log.G(ctx).WithError(err).WithField("system", s.id).Warn("hcsemu: could not rewrite the container's resolver file")
+		}
 	}
 	log.G(ctx).WithFields(log.Fields{"system": s.id, "endpoint": epID, "request": req.RequestType}).Info("hcsemu: v1 network modify")
 	return nil

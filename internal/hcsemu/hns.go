@@ -467,6 +467,9 @@ func (h *hnsState) ModifyNetwork(ctx context.Context, id, settings string) error
 		if err := hcnDecode(string(req.Settings), &d, "Settings"); err != nil {
 			return err
 		}
+		if err := validateDNS("Settings", d); err != nil {
+			return err
+		}
 		n.doc.Dns = d
 		return nil
 	}
@@ -645,6 +648,9 @@ func (h *hnsState) validateEndpointLocked(ep *hnsEndpoint, doc *hcn.HostComputeE
 		ep.routes = []hcn.Route{{DestinationPrefix: "0.0.0.0/0", NextHop: n.gateway.String()}}
 	}
 	if err := h.validatePoliciesLocked(ep, doc.Policies); err != nil {
+		return err
+	}
+	if err := validateDNS("Dns", doc.Dns); err != nil {
 		return err
 	}
 	doc.SchemaVersion = hcn.V2
@@ -1157,6 +1163,38 @@ func (h *hnsState) deleteSystemNamespace(ctx context.Context, id string) {
 	if ns, err := h.namespace(id); err == nil {
 		h.deleteNamespaceLocked(ctx, ns)
 	}
+}
+
+// namespaceDNS is the DNS of the network adapters of a container in namespace nsID: its
+// endpoints' (dns.go), in the order they joined it, without those plugged into a utility VM.
+func (h *hnsState) namespaceDNS(nsID string) []adapterDNS {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ns, err := h.namespace(nsID)
+	if err != nil {
+		return nil
+	}
+	var out []adapterDNS
+	for _, ep := range ns.endpoints {
+		if ep.nic == nil {
+			out = append(out, adapterDNS{mac: ep.doc.MacAddress, dns: ep.doc.Dns})
+		}
+	}
+	return out
+}
+
+// vmDNS is the DNS of the network adapters of utility VM vm, which its hosted containers share:
+// its NICs' endpoints', in the order of their ids.
+func (h *hnsState) vmDNS(vm string) []adapterDNS {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []adapterDNS
+	for _, ep := range h.sortedEndpoints() {
+		if ep.nic != nil && ep.nic.vm == vm {
+			out = append(out, adapterDNS{mac: ep.doc.MacAddress, dns: ep.doc.Dns})
+		}
+	}
+	return out
 }
 
 // leaveContainer forgets a compute system's membership (it stopped).

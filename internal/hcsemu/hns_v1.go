@@ -298,6 +298,10 @@ func v1EndpointLocked(ep *hnsEndpoint) hcn.HNSEndpoint {
 		Id: ep.doc.Id, Name: ep.doc.Name, VirtualNetwork: ep.doc.HostComputeNetwork, VirtualNetworkName: ep.network.doc.Name,
 		MacAddress: ep.doc.MacAddress, IPAddress: net.IP(ep.ip.AsSlice()), PrefixLength: uint8(ep.prefix),
 		GatewayAddress: ep.network.gateway.String(), IsRemoteEndpoint: ep.remote(),
+		// v1 carries the v2 Dns as comma-separated lists: DNSSuffix is the search list
+		// (win-bridge reads it back as DNS.Search, pkg/hns endpoint_windows.go).
+		DNSServerList: strings.Join(ep.doc.Dns.ServerList, ","), DNSSuffix: strings.Join(ep.doc.Dns.Search, ","),
+		DNSDomain: ep.doc.Dns.Domain,
 	}
 	if ep.doc.HostComputeNamespace != "" {
 		out.Namespace = &hcn.V1Namespace{ID: ep.doc.HostComputeNamespace}
@@ -348,7 +352,26 @@ func (h *hnsState) v2Endpoint(v1 *hcn.HNSEndpoint) (string, *hcn.HostComputeEndp
 			return "", nil, hcnErrorf(computenetwork.HCN_E_NETWORK_NOT_FOUND, "VirtualNetworkName: no network named %q", v1.VirtualNetworkName)
 		}
 	}
-	doc := &hcn.HostComputeEndpoint{Id: v1.Id, Name: v1.Name, MacAddress: v1.MacAddress, SchemaVersion: hcn.V2}
+	doc := &hcn.HostComputeEndpoint{Id: v1.Id, Name: v1.Name, MacAddress: v1.MacAddress, SchemaVersion: hcn.V2,
+		// win-bridge's v1 mode joins the pod's servers and searches with commas
+		// (containernetworking/plugins pkg/hns endpoint_windows.go GenerateHnsEndpoint).
+		Dns: hcn.Dns{Domain: v1.DNSDomain, Search: splitList(v1.DNSSuffix), ServerList: splitList(v1.DNSServerList)}}
+	// The same checks as v2's Dns (dns.go validateDNS), naming v1's fields.
+	for _, srv := range doc.Dns.ServerList {
+		if _, err := netip.ParseAddr(srv); err != nil {
+			return "", nil, hcnErrorf(computenetwork.HCN_E_INVALID_IP, "DNSServerList: %q: %q is not an IP address", v1.DNSServerList, srv)
+		}
+	}
+	for _, sfx := range doc.Dns.Search {
+		if err := checkSuffix("DNSSuffix", sfx); err != nil {
+			return "", nil, err
+		}
+	}
+	if v1.DNSDomain != "" {
+		if err := checkSuffix("DNSDomain", v1.DNSDomain); err != nil {
+			return "", nil, err
+		}
+	}
 	if v1.IsRemoteEndpoint {
 		doc.Flags = 1
 	}

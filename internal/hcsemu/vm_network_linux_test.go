@@ -69,7 +69,7 @@ func TestVMNetworking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	epID, err := h.CreateEndpoint(ctx, netID, "", `{"IpConfigurations":[{"IpAddress":"10.252.0.7"}]}`)
+	epID, err := h.CreateEndpoint(ctx, netID, "", `{"IpConfigurations":[{"IpAddress":"10.252.0.7"}],"Dns":{"Search":["google.com"],"ServerList":["10.10.10.10"]}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +169,13 @@ func TestVMNetworking(t *testing.T) {
 		t.Fatalf("hosted container in the pod's namespace: %v", err)
 	}
 	server := runInBackground(t, e, "web", `C:\workload\workload.exe listen 0.0.0.0:7000`)
+	// It sees the DNS settings of the VM's NIC (dns.go): a Hyper-V pod's containers share its
+	// adapters.
+	if code, out := runIn(t, e, "web", `C:\workload\workload.exe read C:\etc\resolv.conf`); code != 0 ||
+		!strings.Contains(out, "# hcsemu-adapter "+epDoc.MacAddress+" suffix=google.com servers=10.10.10.10\n") ||
+		!strings.HasSuffix(out, "nameserver 10.10.10.10\nsearch google.com\noptions ndots:1\n") {
+		t.Errorf("C:\\etc\\resolv.conf in a hosted container: exit code %d\n%s", code, out)
+	}
 	var answer string
 	deadline := time.Now().Add(60 * time.Second)
 	for {

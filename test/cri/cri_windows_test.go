@@ -117,6 +117,13 @@ func runPod(t *testing.T, n *node, name string) (string, *runtimeapi.PodSandboxC
 func runPodWith(t *testing.T, n *node, name, handler string) (string, *runtimeapi.PodSandboxConfig) {
 	t.Helper()
 	cfg := podConfig(t, name)
+	return runPodConfig(t, n, cfg, handler), cfg
+}
+
+// runPodConfig runs the pod cfg with the runtime handler handler ("" for the default) and
+// returns its id; the pod is stopped and removed when the test ends.
+func runPodConfig(t *testing.T, n *node, cfg *runtimeapi.PodSandboxConfig, handler string) string {
+	t.Helper()
 	id, err := n.rt.RunPodSandbox(ctx(t), cfg, handler)
 	if err != nil {
 		t.Fatalf("RunPodSandbox (handler %q): %v", handler, err)
@@ -127,7 +134,7 @@ func runPodWith(t *testing.T, n *node, name, handler string) (string, *runtimeap
 		n.rt.StopPodSandbox(c, id)
 		n.rt.RemovePodSandbox(c, id)
 	})
-	return id, cfg
+	return id
 }
 
 // TestPodSandbox runs a process-isolated pod with the default handler (runhcs-wcow-process),

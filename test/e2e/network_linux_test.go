@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,14 +53,14 @@ func TestPodNetworking(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostPort, _ := json.Marshal(hcn.PortMappingPolicySetting{Protocol: 6, ExternalPort: 18080, InternalPort: 8080})
-	podNet := func(name, ip string, policies ...hcn.EndpointPolicy) (nsID, epID string) {
+	podNet := func(name, ip string, dns hcn.Dns, policies ...hcn.EndpointPolicy) (nsID, epID string) {
 		t.Helper()
 		ns, err := h.CreateNamespace(ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		ep, err := h.CreateEndpoint(ctx, network.Id, &hcn.HostComputeEndpoint{
-			Name: name, IpConfigurations: []hcn.IpConfig{{IpAddress: ip, PrefixLength: 24}}, Policies: policies,
+			Name: name, IpConfigurations: []hcn.IpConfig{{IpAddress: ip, PrefixLength: 24}}, Policies: policies, Dns: dns,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -69,8 +70,9 @@ func TestPodNetworking(t *testing.T) {
 		}
 		return ns.Id, ep.Id
 	}
-	nsA, epA := podNet("pod-a_e2e-pods", "10.252.0.10", hcn.EndpointPolicy{Type: hcn.PortMapping, Settings: hostPort})
-	nsB, epB := podNet("pod-b_e2e-pods", "10.252.0.20")
+	nsA, epA := podNet("pod-a_e2e-pods", "10.252.0.10", hcn.Dns{}, hcn.EndpointPolicy{Type: hcn.PortMapping, Settings: hostPort})
+	// Pod B's endpoint carries DNS settings, as win-bridge writes a pod's dns_config.
+	nsB, epB := podNet("pod-b_e2e-pods", "10.252.0.20", hcn.Dns{Search: []string{"pod-b.svc.cluster.local", "svc.cluster.local"}, ServerList: []string{"10.10.10.10"}})
 
 	// A pod as CRI makes one: the pause container names the pod's namespace and is the
 	// sandbox; the pod's containers carry the same namespace and the sandbox's id.
@@ -137,6 +139,37 @@ func TestPodNetworking(t *testing.T) {
 			t.Errorf("connect to pod B's own 127.0.0.1:8080: exit %d, %v, stdout %q; want a failure", code, err, tk.Stdout())
 		}
 		deleteTask(ctx, t, tk)
+	})
+
+	t.Run("DNS settings in the resolver file", func(t *testing.T) {
+		// The endpoint's settings, with one suffix (Windows applies one); then the spec's own
+		// windows.network.DNSSearchList, which the shim passes as the document's
+		// Networking.DnsSearchList, as the search list.
+		resolvers := func(out string) []string {
+			var lines []string
+			for _, l := range strings.Split(out, "\n") {
+				if l != "" && !strings.HasPrefix(l, "#") {
+					lines = append(lines, l)
+				}
+			}
+			return lines
+		}
+		out := run("net-pod-b-dns", inPod("net-pod-b", "container", nsB), "read", `C:\etc\resolv.conf`)
+		if got, want := resolvers(out), []string{"nameserver 10.10.10.10", "search pod-b.svc.cluster.local", "options ndots:1"}; !slices.Equal(got, want) {
+			t.Errorf("pod B's resolver file: %q, want %q (whole file %q)", got, want, out)
+		}
+		searchList := append(inPod("net-pod-b", "container", nsB), func(_ context.Context, _ oci.Client, _ *containers.Container, s *specs.Spec) error {
+			s.Windows.Network.DNSSearchList = []string{"a.example", "b.example"}
+			return nil
+		})
+		out = run("net-pod-b-dns-search", searchList, "read", `C:\etc\resolv.conf`)
+		if got, want := resolvers(out), []string{"nameserver 10.10.10.10", "search a.example b.example", "options ndots:1"}; !slices.Equal(got, want) {
+			t.Errorf("with the spec's DNSSearchList: %q, want %q (whole file %q)", got, want, out)
+		}
+		out = run("net-pod-a-dns", inPod("net-pod-a", "container", nsA), "read", `C:\etc\resolv.conf`)
+		if got, want := resolvers(out), []string{"options ndots:1"}; !slices.Equal(got, want) {
+			t.Errorf("pod A's endpoint has no DNS settings: %q, want %q", got, want)
+		}
 	})
 
 	inHost := hostRunner(ctx, t, env)

@@ -321,7 +321,8 @@ func (n *node) relayHCSEmu() error {
 
 // network makes the node's HNS network (an L2Bridge, as win-bridge wants it) and the CNI
 // configuration containerd's CRI reads: win-bridge in its ApiVersion 2 mode (HCN namespaces,
-// containerd's order of calls; docs/emulator.md, "HNS").
+// containerd's order of calls; docs/emulator.md, "HNS"), with the portMappings and dns
+// capabilities.
 func (n *node) network(ctx context.Context) error {
 	api, err := client.DialHNS(n.path("hcsemu.sock"))
 	if err != nil {
@@ -353,7 +354,10 @@ func (n *node) network(ctx context.Context) error {
 	conf, err := json.MarshalIndent(map[string]any{
 		"cniVersion": "1.0.0", "name": network, "type": "win-bridge", "apiVersion": 2,
 		"ipMasqNetwork": "10.250.0.0/16",
-		"capabilities":  map[string]any{"portMappings": true},
+		// portMappings: hostPort; dns: a pod's dns_config (servers, searches), which
+		// containerd's CRI passes as runtimeConfig.dns and win-bridge writes into the HNS
+		// endpoint's Dns (containernetworking/plugins pkg/hns RuntimeConfig, GetDNS).
+		"capabilities": map[string]any{"portMappings": true, "dns": true},
 		"ipam": map[string]any{
 			"type": "host-local", "dataDir": win(n.path("cni", "ipam")),
 			"ranges": []any{[]any{map[string]any{"subnet": subnet, "rangeStart": "10.250.0.10", "rangeEnd": "10.250.0.250"}}},

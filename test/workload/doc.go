@@ -37,6 +37,8 @@
 //	                      request with 200 and TEXT, until killed
 //	connect ADDRESS MSG   connect to ADDRESS (retrying for up to 10 s while it is refused or
 //	                      unreachable), send MSG and a newline, print the one-line answer
+//	resolve NAME          look NAME up with the system's resolver and print its IPv4 addresses,
+//	                      one a line, sorted (under hcsemu the container's C:\etc\resolv.conf)
 //	pipe PIPE MSG         open the named pipe PIPE (\\.\pipe\NAME), send MSG and a newline, print
 //	                      the one-line answer; the Linux build opens hcsemu's stand-in for the
 //	                      pipe, the unix socket /pipe/name (the name lower-cased: pipe names are
@@ -63,7 +65,9 @@
 //	            from /proc: Linux's nearest figures), exit N, while ($true) {…}
 //	            with break, $env:NAME (read and assigned), $LASTEXITCODE, quoted strings, programs
 //	ping        [-t] [-n N] [-w MS] [-4] HOST: ICMP echo over IPv4, ping's lines and statistics
-//	ipconfig    [/all]: the interfaces' addresses, masks, physical addresses and the host name
+//	ipconfig    [/all]: the interfaces' addresses, masks, physical addresses and the host name;
+//	            DNS as hcsemu's C:\etc\resolv.conf records it: the suffix search list, each
+//	            adapter's connection-specific suffix and (with /all) its DNS servers
 //	hostname    the computer name
 //
 // Nothing here imports the rest of runhcs but internal/winargs, a standard-library-only leaf

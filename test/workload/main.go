@@ -146,6 +146,11 @@ func dispatch(cmd string, args []string, stdin io.Reader, stdout, stderr io.Writ
 			return usageError{fmt.Sprintf("want ADDRESS (host:port) MESSAGE, got %q", args)}
 		}
 		return connect(args[0], args[1], stdout)
+	case "resolve":
+		if len(args) != 1 {
+			return usageError{fmt.Sprintf("want NAME, got %q", args)}
+		}
+		return resolve(args[0], stdout)
 	case "pipe":
 		if len(args) != 2 {
 			return usageError{fmt.Sprintf(`want PIPE (\\.\pipe\NAME) MESSAGE, got %q`, args)}

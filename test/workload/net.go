@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"time"
 )
@@ -100,4 +102,26 @@ func serveHTTP(address, text string, stdout io.Writer) error {
 			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(text), text)
 		}()
 	}
+}
+
+// resolve looks NAME up with the system's resolver and prints its IPv4 addresses, one a line,
+// sorted. The Linux build's resolver is Go's own (the binary is static): under hcsemu it reads
+// the container's C:\etc\resolv.conf, where hcsemu writes the pod's DNS settings
+// (internal/hcsemu dns.go).
+func resolve(name string, stdout io.Writer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupIP(ctx, "ip4", name)
+	if err != nil {
+		return err
+	}
+	var out []string
+	for _, ip := range ips {
+		out = append(out, ip.String())
+	}
+	slices.Sort(out)
+	for _, a := range out {
+		fmt.Fprintln(stdout, a)
+	}
+	return nil
 }

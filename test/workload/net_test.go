@@ -88,3 +88,21 @@ func TestNetUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestResolve: resolve prints a name's IPv4 addresses (localhost from the hosts file through
+// the system's resolver), refuses a bad command line, and fails for a name that does not exist.
+func TestResolve(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"resolve", "127.0.0.1"}, nil, &out, &errb); code != 0 || out.String() != "127.0.0.1\n" {
+		t.Errorf("resolve 127.0.0.1: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"resolve", "nothere.invalid"}, nil, &out, &errb); code != 1 || out.Len() != 0 {
+		t.Errorf("resolve nothere.invalid: exit %d, stdout %q, stderr %q; want 1 and nothing", code, out.String(), errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"resolve"}, nil, io.Discard, &errb); code != 2 || !strings.Contains(errb.String(), "want NAME") {
+		t.Errorf("resolve without a name: exit %d, stderr %q", code, errb.String())
+	}
+}

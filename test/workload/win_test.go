@@ -8,6 +8,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,6 +240,64 @@ func TestNetworkTools(t *testing.T) {
 	}
 	if code, _, stderr := runTool(t, "ping", []string{"-a", "localhost"}, ""); code != 1 || !strings.Contains(stderr, "the option -a is not supported") {
 		t.Errorf("ping -a: %d %q", code, stderr)
+	}
+}
+
+// TestIpconfigDNS: ipconfig /all shows the DNS settings hcsemu wrote in C:\etc\resolv.conf in
+// Windows' format: the suffix search list, and on the adapter whose MAC the file names its
+// connection-specific suffix and its servers, the second one on a continuation line; an adapter
+// the file does not name has an empty suffix and no servers. Plain ipconfig shows the suffix
+// only.
+func TestIpconfigDNS(t *testing.T) {
+	var ifc *net.Interface
+	ifaces, _ := net.Interfaces()
+	for i, c := range ifaces {
+		if c.Flags&net.FlagLoopback == 0 && c.Flags&net.FlagUp != 0 && len(c.HardwareAddr) == 6 {
+			ifc = &ifaces[i]
+			break
+		}
+	}
+	if ifc == nil {
+		t.Fatal("this machine has no network interface that is up, besides loopback, to show the settings on")
+	}
+	mac := strings.ToUpper(strings.ReplaceAll(ifc.HardwareAddr.String(), ":", "-"))
+	dir := t.TempDir()
+	f := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(f, []byte("# C:\\etc\\resolv.conf: written by hcsemu\n"+
+		"# hcsemu-adapter "+mac+" suffix=google.com servers=10.10.10.10,10.10.10.11\n"+
+		"nameserver 10.10.10.10\nnameserver 10.10.10.11\nsearch google.com\noptions ndots:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := resolvConfFile
+	resolvConfFile = f
+	t.Cleanup(func() { resolvConfFile = old })
+
+	code, stdout, _ := runTool(t, "ipconfig", []string{"/all"}, "")
+	adapter := "Ethernet adapter " + ifc.Name + ":\r\n\r\n   Connection-specific DNS Suffix  . : google.com\r\n"
+	servers := "   DNS Servers . . . . . . . . . . . : 10.10.10.10\r\n" +
+		"                                       10.10.10.11\r\n"
+	if code != 0 || !strings.Contains(stdout, "   DNS Suffix Search List. . . . . . : google.com\r\n\r\n") ||
+		!strings.Contains(stdout, adapter) || !strings.Contains(stdout, servers) {
+		t.Errorf("ipconfig /all: %d\n%s\nwant %q, %q and the search list", code, stdout, adapter, servers)
+	}
+	// The servers come after the adapter's addresses, before the next adapter.
+	at := strings.Index(stdout, adapter)
+	section := stdout[at:]
+	if end := strings.Index(section[len(adapter):], "Ethernet adapter "); end >= 0 {
+		section = section[:len(adapter)+end]
+	}
+	if !strings.Contains(section, servers) {
+		t.Errorf("the DNS servers are not in %s's section:\n%s", ifc.Name, section)
+	}
+	code, stdout, _ = runTool(t, "ipconfig", nil, "")
+	if code != 0 || !strings.Contains(stdout, adapter) || strings.Contains(stdout, "DNS Servers") || strings.Contains(stdout, "Search List") {
+		t.Errorf("ipconfig: %d\n%s\nwant the suffix only", code, stdout)
+	}
+	// Another adapter (the MAC changed): no settings on it, and none invented.
+	os.WriteFile(f, []byte("# hcsemu-adapter 00-15-5D-00-00-01 suffix=google.com servers=10.10.10.10\nnameserver 10.10.10.10\n"), 0o644)
+	code, stdout, _ = runTool(t, "ipconfig", []string{"/all"}, "")
+	if code != 0 || !strings.Contains(stdout, "Ethernet adapter "+ifc.Name+":\r\n\r\n   Connection-specific DNS Suffix  . : \r\n") || strings.Contains(stdout, "DNS Servers") {
+		t.Errorf("ipconfig /all with the settings of another adapter: %d\n%s", code, stdout)
 	}
 }
 

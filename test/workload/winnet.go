@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -30,10 +31,64 @@ func hostnameMain(args []string, t *tool) int {
 	return 0
 }
 
+// resolvConfFile is where hcsemu writes a container's DNS settings (the emulator's convention,
+// internal/hcsemu dns.go): the resolver's lines, and per network adapter a comment line
+// "# hcsemu-adapter <MAC> suffix=<suffix> servers=<a>,<b>". A variable for tests.
+var resolvConfFile = `C:\etc\resolv.conf`
+
+// dnsConfig is what ipconfig shows of DNS: the suffix search list, and per adapter (by its MAC
+// address as ipconfig prints it) the connection-specific suffix and the servers.
+type dnsConfig struct {
+	search   []string
+	adapters map[string]adapterDNS
+}
+
+type adapterDNS struct {
+	suffix  string
+	servers []string
+}
+
+// readDNSConfig reads resolvConfFile; a container without one (not under hcsemu, or in no
+// network) has no DNS settings to show.
+func readDNSConfig() dnsConfig {
+	c := dnsConfig{adapters: map[string]adapterDNS{}}
+	p, _, ok := findFold(hostPath(resolvConfFile))
+	if !ok {
+		return c
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return c
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 3 && f[0] == "#" && f[1] == "hcsemu-adapter":
+			var a adapterDNS
+			for _, kv := range f[3:] {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "suffix":
+					a.suffix = v
+				case "servers":
+					if v != "" {
+						a.servers = strings.Split(v, ",")
+					}
+				}
+			}
+			c.adapters[strings.ToUpper(f[2])] = a
+		case len(f) >= 2 && f[0] == "search":
+			c.search = f[1:]
+		}
+	}
+	return c
+}
+
 // ipconfigMain is `ipconfig` and `ipconfig /all`: every interface that is up, except loopback
-// (which ipconfig does not list), with its IPv4 and IPv6 addresses, masks and, with /all, the
-// host name and physical address. Default gateways and DNS servers are not shown: the stand-in
-// does not know them.
+// (which ipconfig does not list), with its connection-specific DNS suffix, IPv4 and IPv6
+// addresses, masks and, with /all, the host name, the DNS suffix search list, the physical
+// address and the DNS servers (from resolvConfFile). Default gateways are not shown: the
+// stand-in does not know them.
 func ipconfigMain(args []string, t *tool) int {
 	t.name = "ipconfig"
 	all := false
@@ -54,9 +109,22 @@ func ipconfigMain(args []string, t *tool) int {
 	line := func(label, value string) {
 		fmt.Fprintf(w, "   %s: %s\r\n", ipconfigLabels[label], value)
 	}
+	// lines prints a list as ipconfig does: the first value on the label's line, the others
+	// each on a line of its own, aligned under it.
+	lines := func(label string, values []string) {
+		for i, v := range values {
+			if i == 0 {
+				line(label, v)
+				continue
+			}
+			fmt.Fprintf(w, "%s%s\r\n", strings.Repeat(" ", 3+len(ipconfigLabels[label])+2), v)
+		}
+	}
+	dns := readDNSConfig()
 	if all {
 		h, _ := os.Hostname()
 		line("Host Name", h)
+		lines("DNS Suffix Search List", dns.search)
 		fmt.Fprint(w, "\r\n")
 	}
 	for _, ifc := range ifaces {
@@ -64,9 +132,11 @@ func ipconfigMain(args []string, t *tool) int {
 			continue
 		}
 		fmt.Fprintf(w, "Ethernet adapter %s:\r\n\r\n", ifc.Name)
-		line("Connection-specific DNS Suffix", "")
+		mac := strings.ToUpper(strings.ReplaceAll(ifc.HardwareAddr.String(), ":", "-"))
+		adapter := dns.adapters[mac]
+		line("Connection-specific DNS Suffix", adapter.suffix)
 		if all {
-			line("Physical Address", strings.ToUpper(strings.ReplaceAll(ifc.HardwareAddr.String(), ":", "-")))
+			line("Physical Address", mac)
 		}
 		addrs, _ := ifc.Addrs()
 		for _, a := range addrs {
@@ -87,6 +157,10 @@ func ipconfigMain(args []string, t *tool) int {
 				line("IPv6 Address", ipn.IP.String())
 			}
 		}
+		if all {
+			// After the addresses, as ipconfig /all orders an adapter's lines.
+			lines("DNS Servers", adapter.servers)
+		}
 		fmt.Fprint(w, "\r\n")
 	}
 	return 0
@@ -101,6 +175,8 @@ var ipconfigLabels = map[string]string{
 	"Subnet Mask":                    "Subnet Mask . . . . . . . . . . . ",
 	"Link-local IPv6 Address":        "Link-local IPv6 Address . . . . . ",
 	"IPv6 Address":                   "IPv6 Address. . . . . . . . . . . ",
+	"DNS Suffix Search List":         "DNS Suffix Search List. . . . . . ",
+	"DNS Servers":                    "DNS Servers . . . . . . . . . . . ",
 }
 
 // pingMain is ping.exe for IPv4: `ping [-t] [-n COUNT] [-w TIMEOUT_MS] [-4] HOST`, one echo
@@ -225,8 +301,25 @@ func pingMain(args []string, t *tool) int {
 	return 0
 }
 
-// resolveHost finds an IPv4 address for a name: a literal, "localhost", or the hosts file.
+// resolveHost finds an IPv4 address for a name as Windows' resolver does for ping: a literal,
+// "localhost", the hosts file, then DNS (the system's resolver: under hcsemu the pod's DNS
+// settings in C:\etc\resolv.conf, with its one suffix).
 func resolveHost(name string) net.IP {
+	if ip := resolveLocal(name); ip != nil {
+		return ip
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupIP(ctx, "ip4", name)
+	if err != nil || len(ips) == 0 {
+		return nil
+	}
+	return ips[0].To4()
+}
+
+// resolveLocal finds an IPv4 address for a name without DNS: a literal, "localhost", or the
+// hosts file.
+func resolveLocal(name string) net.IP {
 	if ip := net.ParseIP(name); ip != nil {
 		return ip.To4()
 	}
