@@ -15,7 +15,7 @@ import (
 // DNSDomain are the same settings as comma-separated lists both ways (as win-bridge writes and
 // reads them), and bad settings are refused naming the field, leaving nothing.
 func TestEndpointDns(t *testing.T) {
-	h := newHNS(newFakeDataplane())
+	h := newHNS(newFakeDataplane(), build2022)
 	ctx := context.Background()
 	netID, err := h.CreateNetwork(ctx, "", networkDoc("dns-net", "10.254.7.0/24", "10.254.7.1"))
 	if err != nil {
@@ -131,7 +131,7 @@ func TestResolvConf(t *testing.T) {
 
 // TestNamespaceDNS: a namespace's adapters are its endpoints in the order they joined it.
 func TestNamespaceDNS(t *testing.T) {
-	h := newHNS(newFakeDataplane())
+	h := newHNS(newFakeDataplane(), build2022)
 	ctx := context.Background()
 	netID, err := h.CreateNetwork(ctx, "", networkDoc("dns-ns", "10.254.8.0/24", "10.254.8.1"))
 	if err != nil {
