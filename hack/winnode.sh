@@ -4,16 +4,17 @@
 # snapshotter and win-bridge under Wine, hcsemu as the host's HCS, HNS and storage filter, and a
 # loopback registry with the Windows-format test images. As root.
 #
-#   hack/winnode.sh up [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows]
+#   hack/winnode.sh up [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows] [--sandboxer podsandbox|shim]
 #   hack/winnode.sh down [--root DIR]
 #   hack/winnode.sh run [--root DIR] PROGRAM ARGS…
-#   hack/winnode.sh test [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows] [go test flags…]
+#   hack/winnode.sh test [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows] [--sandboxer podsandbox|shim] [go test flags…]
 #
 # up builds what is missing (cached in $RUNHCS_CACHE), starts the node and prints its
 # environment (also in DIR/node.env). DIR defaults to /tmp/runhcs-winnode. test brings a node up,
 # runs the CRI suite (test/cri, a Windows test binary) in it, checks that down cleans up after a
 # crash (test/winnode TestDownAfterCrash, with the same containerd) and takes it down; make
-# test-winnode runs it for both containerd versions.
+# test-winnode runs it for both containerd versions. --sandboxer shim runs the default handler's
+# pods through containerd 2.x's sandbox API, served by the shim (docs/sandbox-api.md).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -21,15 +22,21 @@ cmd="${1:-}"
 [[ $# -gt 0 ]] && shift
 dir=/tmp/runhcs-winnode
 containerd=2
+sandboxer=podsandbox
 args=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--root) dir="$2"; shift 2 ;;
 	--containerd) containerd="$2"; args+=("$1" "$2"); shift 2 ;;
 	--snapshotter) args+=("$1" "$2"); shift 2 ;;
+	--sandboxer) sandboxer="$2"; args+=("$1" "$2"); shift 2 ;;
 	*) break ;;
 	esac
 done
+if [[ "${sandboxer}" == shim && "${containerd}" == 1.7 ]]; then
+	echo "winnode: --sandboxer shim: containerd 1.7 has no sandbox API; use --containerd 2" >&2
+	exit 2
+fi
 case "${cmd}" in
 up)
 	t0=$(date +%s.%N)
@@ -80,7 +87,7 @@ test)
 	# shellcheck source=hack/wine/lib.sh
 	source hack/wine/lib.sh
 	RUNHCS_WINNODE_BIN="${dir}/bin" RUNHCS_WINNODE_PREFIX="${WINE_PREFIX_DIR}" RUNHCS_WINNODE_CONTAINERD="${containerd}" \
-		go test -count=1 -v -timeout 10m -run 'TestDownAfterCrash|TestContainerdConfig|TestREADMEConfig|TestServerVersion' ./test/winnode || rc=$?
+		go test -count=1 -v -timeout 10m -run 'TestDownAfterCrash|TestContainerdConfig|TestREADMEConfig|TestServerVersion|TestSandboxAPIDocConfig|TestSandboxerConfig' ./test/winnode || rc=$?
 	printf 'winnode: %-34s %7.2fs (exit %d)\n' "test, containerd ${containerd}" "$(echo "$(date +%s.%N) - ${t_test}" | bc)" "${rc}" >&2
 	exit "${rc}"
 	;;
