@@ -88,7 +88,7 @@ func (t taskServices) RegisterTTRPC(server *ttrpc.Server) error {
 	taskv3.RegisterTTRPCTaskService(server, t.s)
 	taskv2.RegisterTTRPCTaskService(server, serviceV2(t))
 	// The sandbox API (sandbox_service.go), for a runtime handler with sandboxer = "shim".
-	sandboxapi.RegisterTTRPCSandboxService(server, sandboxService{t.s})
+	sandboxapi.RegisterTTRPCSandboxService(server, sandboxService(t))
 	// The diag service (diag.go) on the same server, as hcsshim serves it beside its task API.
 	registerDiag(server, t.s)
 	return nil

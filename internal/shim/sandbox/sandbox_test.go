@@ -279,11 +279,18 @@ func TestStopWhileStarting(t *testing.T) {
 		_, _, err := s.Start(ctx)
 		started <- err
 	}()
-	for s.Status().State == StateNotReady {
+	if s.Status().State == StateNotReady {
 		err := s.Stop(ctx)
 		if errdefs.IsUnavailable(err) {
 			wantKind(t, s.Shutdown(ctx), errdefs.IsUnavailable, "being started")
-			break
+			close(pod.block)
+			if err := <-started; err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return
 		}
 		// Start had not begun yet: the created sandbox was stopped.
 		if err != nil {
