@@ -11,7 +11,7 @@ E2E_TIMEOUT ?= 30m
 # test-cluster (hack/cluster.sh test); its unit tests run here.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -vE '/test/(e2e|soak|winnode|k8s|cluster)$$')
 
-.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 soak test-winnode test-winnode-2 test-winnode-1.7 test-cluster demo lint proto proto-check cross tools deps check clean
+.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 soak test-winnode test-winnode-2 test-winnode-1.7 test-winnode-2-shim test-cluster demo lint proto proto-check cross tools deps check clean
 
 all: build
 
@@ -47,6 +47,11 @@ soak:
 # finds at its root first, so two runs sharing one would break each other.
 test-winnode:
 	@rc=0; for v in 2 1.7; do $(MAKE) --no-print-directory test-winnode-$$v || rc=1; done; exit $$rc
+
+## test-winnode-2-shim: the same on containerd 2.4.2 with runhcs-wcow-process's pods run through the shim's sandbox API (--sandboxer shim, docs/sandbox-api.md)
+test-winnode-2-shim:
+	root="$${RUNHCS_WINNODE_ROOT:+$${RUNHCS_WINNODE_ROOT}/containerd-2-shim}"; \
+	bash hack/winnode.sh test --containerd 2 --sandboxer shim --root "$${root:-$$(mktemp -d /tmp/runhcs-winnode-test.XXXXXX)}"
 
 test-winnode-2 test-winnode-1.7: test-winnode-%:
 	root="$${RUNHCS_WINNODE_ROOT:+$${RUNHCS_WINNODE_ROOT}/containerd-$*}"; \

@@ -5,10 +5,10 @@
 # loopback registry with the Windows-format test images. As root.
 #
 #   hack/winnode.sh deps
-#   hack/winnode.sh up [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows]
+#   hack/winnode.sh up [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows] [--sandboxer podsandbox|shim]
 #   hack/winnode.sh down [--root DIR]
 #   hack/winnode.sh run [--root DIR] PROGRAM ARGS…
-#   hack/winnode.sh test [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows] [go test flags…]
+#   hack/winnode.sh test [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows] [--sandboxer podsandbox|shim] [go test flags…]
 #
 # deps installs the Debian packages the node needs beyond Wine (hack/wine/setup.sh installs
 # Wine's): nftables, whose nft hcsemu runs for the HNS network's NAT and port mappings; up runs
@@ -18,6 +18,8 @@
 # runs the CRI suite (test/cri, a Windows test binary) in it, checks that down cleans up after a
 # crash and spares its caller (test/winnode TestDownAfterCrash, TestDownFromCaller, with the same
 # containerd) and takes it down; make test-winnode runs it for both containerd versions.
+# --sandboxer shim runs the default handler's pods through containerd 2.x's sandbox API, served by
+# the shim (docs/sandbox-api.md).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -37,15 +39,21 @@ cmd="${1:-}"
 [[ $# -gt 0 ]] && shift
 dir=/tmp/runhcs-winnode
 containerd=2
+sandboxer=podsandbox
 args=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--root) dir="$2"; shift 2 ;;
 	--containerd) containerd="$2"; args+=("$1" "$2"); shift 2 ;;
 	--snapshotter) args+=("$1" "$2"); shift 2 ;;
+	--sandboxer) sandboxer="$2"; args+=("$1" "$2"); shift 2 ;;
 	*) break ;;
 	esac
 done
+if [[ "${sandboxer}" == shim && "${containerd}" == 1.7 ]]; then
+	echo "winnode: --sandboxer shim: containerd 1.7 has no sandbox API; use --containerd 2" >&2
+	exit 2
+fi
 case "${cmd}" in
 deps)
 	node_packages
@@ -101,7 +109,7 @@ test)
 	# shellcheck source=hack/wine/lib.sh
 	source hack/wine/lib.sh
 	RUNHCS_WINNODE_BIN="${dir}/bin" RUNHCS_WINNODE_PREFIX="${WINE_PREFIX_DIR}" RUNHCS_WINNODE_CONTAINERD="${containerd}" \
-		go test -count=1 -v -timeout 20m -run 'TestDownAfterCrash|TestDownFromCaller|TestUpInstallsPackages|TestContainerdConfig|TestDocsConfig|TestServerVersion|TestNodeRegistry' ./test/winnode || rc=$?
+		go test -count=1 -v -timeout 20m -run 'TestDownAfterCrash|TestDownFromCaller|TestUpInstallsPackages|TestContainerdConfig|TestDocsConfig|TestServerVersion|TestNodeRegistry|TestSandboxAPIDocConfig|TestSandboxerConfig' ./test/winnode || rc=$?
 	printf 'winnode: %-34s %7.2fs (exit %d)\n' "test, containerd ${containerd}" "$(elapsed "${t_test}")" "${rc}" >&2
 	exit "${rc}"
 	;;

@@ -28,8 +28,11 @@ var rules = map[string][]string{
 
 	// The shim: the service, then the lifecycle packages under it.
 	"internal/shim": {"internal/atomicfile", "internal/computecore", "internal/hcs", "internal/hcs/schema2",
-		"internal/layers", "internal/oci", "internal/shim/stdio", "internal/shim/task", "internal/uvm",
-		"protocols/diag", "protocols/options", "protocols/stats"},
+		"internal/layers", "internal/oci", "internal/shim/sandbox", "internal/shim/stdio", "internal/shim/task",
+		"internal/uvm", "protocols/diag", "protocols/options", "protocols/stats"},
+	// A sandbox served through containerd's sandbox API: its states and its record on disk; the
+	// pod it owns arrives as an interface from internal/shim.
+	"internal/shim/sandbox": {"internal/atomicfile", "protocols/stats"},
 	"internal/shim/task": {"internal/atomicfile", "internal/hcs", "internal/hcs/schema2", "internal/hns",
 		"internal/hns/hcn", "internal/layers", "internal/oci", "internal/shim/stdio", "internal/uvm",
 		"protocols/options", "protocols/stats"},

@@ -1,5 +1,6 @@
-// Package shim serves containerd's task API (v2 and v3) for one pod: RPC translation, the
-// table of its tasks, events and the diag service. Tasks, processes and their state machines
+// Package shim serves containerd's task API (v2 and v3) for one pod, and its sandbox API
+// (containerd.runtime.sandbox.v1.Sandbox) for a pod run with sandboxer = "shim": RPC
+// translation, the table of its tasks and its sandbox, events and the diag service. Tasks, processes and their state machines
 // live in internal/shim/task, behind methods the service calls; the service never locks a
 // process or sets its state. It drives compute systems through internal/hcs, mounts layers
 // through internal/layers and translates specs through internal/oci. It imports nothing above
@@ -16,9 +17,15 @@
 //     the legacy start protocol that pkg/shim no longer speaks. start.go is the portable part
 //     (it records the address in the bundle); start_unix.go and start_windows.go find or start
 //     the pod's shim on a unix socket or a named pipe.
-//   - manager.go: the `delete` action (cleanup after a dead shim, task.Cleanup) and `-info`.
+//   - manager.go: the `delete` action (cleanup after a dead shim: sandbox.Cleanup for a
+//     sandbox's bundle, task.Cleanup for a task's) and `-info`.
 //   - service.go: the task API, one method per RPC and nothing else; service_v2.go serves the
 //     same methods as containerd.task.v2.Task, which containerd 1.7 and 2.x call (see start.go).
+//   - sandbox_service.go: the sandbox API, one method per RPC: the pod's sandbox
+//     (internal/shim/sandbox) without a pause container, which the pod's containers join as
+//     tasks (create.go joinSandbox); process-isolated pods only so far (a Hyper-V one is
+//     refused as not implemented). The start action keeps the runtime options of a sandbox
+//     bundle, which has no config.json, for CreateSandbox.
 //   - create.go: the translation of a Create request (spec, options, layers) into a
 //     task.Config; hyperv.go that of a Hyper-V pod's tasks: the sandbox (its utility VM,
 //     sized from the options and annotations by internal/uvm) and the containers in it.
@@ -29,6 +36,7 @@
 //     same ttrpc server; cmd/shimdiag is its client.
 //   - host.go: binds task.Host to an internal/hcs Client (fakes in tests).
 //   - task/: tasks, processes and their lifecycle (see its doc.go).
+//   - sandbox/: a sandbox-API sandbox's lifecycle (see its doc.go).
 //   - stdio/: containerd's side of a process's stdio (FIFOs, named pipes, file://, binary://)
 //     and the relay that drains it.
 //

@@ -15,6 +15,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/hcs"
 	"github.com/openhcs/runhcs/internal/layers"
+	"github.com/openhcs/runhcs/internal/shim/sandbox"
 	"github.com/openhcs/runhcs/internal/shim/task"
 )
 
@@ -63,6 +64,14 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 			return cshim.StopStatus{}, err
 		}
 		bundle = wd
+	}
+	if sandbox.IsBundle(bundle) {
+		// A sandbox of the sandbox API (sandbox_service.go) whose shim was killed.
+		pid, err := sandbox.Cleanup(ctx, bundle)
+		if err != nil {
+			return cshim.StopStatus{}, err
+		}
+		return cshim.StopStatus{Pid: int(pid), ExitStatus: deleteExitStatus, ExitedAt: time.Now()}, nil
 	}
 	timeout, err := task.TimeoutFromEnv()
 	if err != nil {

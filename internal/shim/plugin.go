@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/plugin/registry"
 	"github.com/containerd/ttrpc"
 
+	sandboxapi "github.com/containerd/containerd/api/runtime/sandbox/v1"
 	taskv2 "github.com/containerd/containerd/api/runtime/task/v2"
 	taskv3 "github.com/containerd/containerd/api/runtime/task/v3"
 
@@ -67,7 +68,7 @@ func registerPlugins() {
 }
 
 // taskServices registers the one task service under both names containerd calls it by, and
-// the diag service beside it.
+// the sandbox and diag services beside it.
 type taskServices struct{ s *service }
 
 // UnaryServerInterceptor gives every error its gRPC code from its errdefs kind (NotFound,
@@ -86,6 +87,8 @@ func (taskServices) UnaryServerInterceptor() ttrpc.UnaryServerInterceptor {
 func (t taskServices) RegisterTTRPC(server *ttrpc.Server) error {
 	taskv3.RegisterTTRPCTaskService(server, t.s)
 	taskv2.RegisterTTRPCTaskService(server, serviceV2(t))
+	// The sandbox API (sandbox_service.go), for a runtime handler with sandboxer = "shim".
+	sandboxapi.RegisterTTRPCSandboxService(server, sandboxService(t))
 	// The diag service (diag.go) on the same server, as hcsshim serves it beside its task API.
 	registerDiag(server, t.s)
 	return nil

@@ -40,6 +40,9 @@ func Run(ctx context.Context) {
 type startFlags struct {
 	namespace, id, address string
 	debug                  bool
+	// options are the runtime options read from stdin (a marshalled Any), kept for a sandbox
+	// bundle (recordSandboxOptions).
+	options string
 }
 
 // parseStartFlags reports whether args are a start action, and its flags.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/oci"
+	"github.com/openhcs/runhcs/internal/shim/sandbox"
 	"github.com/openhcs/runhcs/internal/shim/stdio"
 	"github.com/openhcs/runhcs/internal/shim/task"
 	"github.com/openhcs/runhcs/protocols/stats"
@@ -41,6 +42,10 @@ type service struct {
 	mu       sync.Mutex
 	tasks    map[string]*task.Task
 	creating map[string]struct{} // ids being created, reserved without holding mu across HCS calls
+	// sandbox is the pod's sandbox when containerd runs it through the sandbox API
+	// (sandbox_service.go); sandboxCreating reserves it while CreateSandbox runs.
+	sandbox         *sandbox.Sandbox
+	sandboxCreating bool
 }
 
 var _ taskapi.TTRPCTaskService = (*service)(nil)
@@ -343,6 +348,20 @@ func (s *service) Wait(ctx context.Context, req *taskapi.WaitRequest) (*taskapi.
 
 func (s *service) Stats(ctx context.Context, req *taskapi.StatsRequest) (*taskapi.StatsResponse, error) {
 	t, err := s.get(req.ID)
+	if sb, serr := s.getSandbox(req.ID); err != nil && serr == nil {
+		// containerd's Windows CRI reads a pod's own statistics as task metrics of the sandbox
+		// id (internal/cri/server/sandbox_stats_windows.go listWindowsMetricsForSandbox); for a
+		// sandbox-API pod that reaches this shim, which has no task of that id.
+		st, err := sb.Metrics(ctx)
+		if err != nil {
+			return nil, err
+		}
+		a, err := typeurl.MarshalAnyToProto(st)
+		if err != nil {
+			return nil, err
+		}
+		return &taskapi.StatsResponse{Stats: a}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -414,15 +433,23 @@ func (s *service) Connect(ctx context.Context, req *taskapi.ConnectRequest) (*ta
 }
 
 func (s *service) Shutdown(ctx context.Context, req *taskapi.ShutdownRequest) (*emptypb.Empty, error) {
+	s.exitIfIdle()
+	return &emptypb.Empty{}, nil
+}
+
+// exitIfIdle ends the shim unless it still serves something. One shim serves a pod: it stays
+// while any task of the pod is left, or the pod's sandbox (until ShutdownSandbox).
+func (s *service) exitIfIdle() {
 	s.mu.Lock()
 	n := len(s.tasks) + len(s.creating)
+	if s.sandbox != nil || s.sandboxCreating {
+		n++
+	}
 	s.mu.Unlock()
-	// One shim serves a pod: it stays while any task of the pod is left.
 	if n > 0 {
-		return &emptypb.Empty{}, nil
+		return
 	}
 	if s.shutdown != nil {
 		s.shutdown.Shutdown()
 	}
-	return &emptypb.Empty{}, nil
 }

@@ -65,6 +65,7 @@ func start(ctx context.Context, f startFlags, stdin io.Reader, stdout io.Writer,
 		if l := logLevel(o); l == "debug" || l == "trace" {
 			f.debug = true
 		}
+		f.options = string(b)
 	}
 	addr, err := startShim(ctx, f, os.Getenv("TTRPC_ADDRESS"))
 	if err != nil {
@@ -135,6 +136,10 @@ func (l launcher) startOrJoin(ctx context.Context, f startFlags, _ string) (stri
 	bundle, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("start task %s: working directory (the bundle): %w", f.id, err)
+	}
+	// Before the shim starts: its CreateSandbox reads them.
+	if err := recordSandboxOptions(bundle, []byte(f.options)); err != nil {
+		return "", err
 	}
 	address, err := l.launchOrJoin(ctx, f, bundle, shimGroup(bundle, f.id))
 	if err != nil {

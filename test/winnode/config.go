@@ -14,6 +14,11 @@ type ConfigOptions struct {
 	Snapshotter     string // "wcow" (proxy plugins) or "windows" (built-in)
 	CNIBin, CNIConf string // the CNI plugin and configuration folders
 	Hosts           string // the registry hosts folder (certs.d)
+	// Sandboxer is how CRI runs runhcs-wcow-process's pods (containerd 2.x only): "" or
+	// "podsandbox", a pause container; "shim", containerd's sandbox API served by the shim
+	// (docs/sandbox-api.md). runhcs-wcow-hypervisor stays on podsandbox: the shim refuses a
+	// Hyper-V pod through the sandbox API (not implemented yet).
+	Sandboxer string
 }
 
 // SandboxImage is the pause image the node's pods use: containerd 2.4.2's default (its
@@ -79,7 +84,7 @@ func writeCRI2(b *strings.Builder, o ConfigOptions) {
 [plugins.'io.containerd.cri.v1.runtime'.containerd]
   default_runtime_name = "runhcs-wcow-process"
 `, q(o.Snapshotter), q(o.Hosts), q(o.CNIBin), q(o.CNIConf))
-	writeRuntimes(b, "'io.containerd.cri.v1.runtime'.containerd", o.Snapshotter)
+	writeRuntimes(b, "'io.containerd.cri.v1.runtime'.containerd", o.Snapshotter, o.Sandboxer)
 	b.WriteString(`
 # Exec, attach and port-forward: kubelet proxies the streams, so loopback, any free port.
 [plugins.'io.containerd.grpc.v1.cri']
@@ -109,16 +114,22 @@ func writeCRI17(b *strings.Builder, o ConfigOptions) {
   snapshotter = %[1]s
   default_runtime_name = "runhcs-wcow-process"
 `, q(o.Snapshotter), q(o.Hosts), q(o.CNIBin), q(o.CNIConf), q(SandboxImage))
-	writeRuntimes(b, "'io.containerd.grpc.v1.cri'.containerd", o.Snapshotter)
+	writeRuntimes(b, "'io.containerd.grpc.v1.cri'.containerd", o.Snapshotter, "")
 }
 
 // writeRuntimes writes the two runtime handlers under the table base (the CRI plugin's
-// containerd table), the same in both versions.
-func writeRuntimes(b *strings.Builder, base, snapshotter string) {
+// containerd table), the same in both versions. With sandboxer "shim" (2.x), the process
+// handler's pods go through the shim's sandbox API, and CRI pulls no pause image for them
+// (disable_pause_image_pull, containerd 2.4's internal/cri/config Runtime).
+func writeRuntimes(b *strings.Builder, base, snapshotter, sandboxer string) {
+	shim := ""
+	if sandboxer == "shim" {
+		shim = "\n    sandboxer = \"shim\"\n    disable_pause_image_pull = true"
+	}
 	fmt.Fprintf(b, `
   [plugins.%[1]s.runtimes.runhcs-wcow-process]
     runtime_type = "io.containerd.runhcs.v1"
-    snapshotter = %[2]s
+    snapshotter = %[2]s%[3]s
     [plugins.%[1]s.runtimes.runhcs-wcow-process.options]
       SandboxIsolation = 0
       LogLevel = "info"
@@ -131,5 +142,5 @@ func writeRuntimes(b *strings.Builder, base, snapshotter string) {
       VmProcessorCount = 2
       VmMemorySizeInMb = 1024
       LogLevel = "info"
-`, base, q(snapshotter))
+`, base, q(snapshotter), shim)
 }

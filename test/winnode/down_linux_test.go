@@ -109,7 +109,7 @@ func nodeBinaries(t *testing.T) (bin, prefix, containerd string) {
 	return bin, prefix, containerd
 }
 
-// TestDownFromCaller runs hack/winnode.sh down as the README tells users to work with a node:
+// TestDownFromCaller runs hack/winnode.sh down as docs/winnode.md tells users to work with a node:
 // from a shell that loaded DIR/node.env, and under timeout in such a shell (issue 21, item 5:
 // down used to take every process holding the node's WINEPREFIX for the node's, and killed its
 // own caller). down must return 0, leave the caller's shell and the caller's other processes

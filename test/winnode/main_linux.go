@@ -17,7 +17,7 @@ import (
 )
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: winnode up --root DIR --bin BINDIR --wine-prefix PREFIX [--containerd 2|1.7] [--snapshotter windows|wcow]
+	fmt.Fprintln(os.Stderr, `usage: winnode up --root DIR --bin BINDIR --wine-prefix PREFIX [--containerd 2|1.7] [--snapshotter windows|wcow] [--sandboxer podsandbox|shim]
        winnode down --root DIR
        winnode run --root DIR -- PROGRAM [ARGS…]`)
 	os.Exit(2)
@@ -48,7 +48,7 @@ func main() {
 
 // nodeFlags are the flags up passes on to serve.
 type nodeFlags struct {
-	root, bin, prefix, snapshotter, containerd string
+	root, bin, prefix, snapshotter, containerd, sandboxer string
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -56,6 +56,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bin, "bin", "", "folder with containerd.exe, ctr.exe, containerd-shim-runhcs-v1.exe, containerd-wcow-snapshotter.exe, win-bridge.exe, host-local.exe, hcsemu and workload (the test images' Linux workload)")
 	fs.StringVar(&f.prefix, "wine-prefix", "", "the Wine prefix with the stand-in DLLs (hack/wine/setup.sh) to copy as the node's private prefix")
 	fs.StringVar(&f.snapshotter, "snapshotter", "wcow", "wcow (this project's snapshotter as containerd's proxy plugins) or windows (containerd's built-in)")
+	fs.StringVar(&f.sandboxer, "sandboxer", "podsandbox", "how CRI runs the runhcs-wcow-process handler's pods: podsandbox (a pause container) or shim (containerd 2.x's sandbox API, served by the shim)")
 	fs.StringVar(&f.containerd, "containerd", "2", "containerd version: 2 (2.4.2) or 1.7 (1.7.35); BINDIR's containerd.exe and ctr.exe must be that version's Windows build")
 }
 
@@ -73,11 +74,22 @@ func (f *nodeFlags) validate() error {
 	if f.containerd != "2" && f.containerd != "1.7" {
 		return fmt.Errorf("--containerd %q: want 2 (containerd 2.4.2) or 1.7 (containerd 1.7.35)", f.containerd)
 	}
+	switch f.sandboxer {
+	case "podsandbox":
+	case "shim":
+		if f.containerd == "1.7" {
+			// 1.7's CRI has a sandbox API only in its experimental sbserver (ENABLE_CRI_SANDBOXES,
+			// pkg/cri/cri.go), with another key (sandbox_mode): not supported here.
+			return fmt.Errorf("--sandboxer shim: containerd 1.7 has no sandbox API (only 2.x's CRI runs a pod through the shim's); use --containerd 2, or --sandboxer podsandbox")
+		}
+	default:
+		return fmt.Errorf("--sandboxer %q: want podsandbox or shim", f.sandboxer)
+	}
 	return nil
 }
 
 func (f *nodeFlags) args() []string {
-	return []string{"--root", f.root, "--bin", f.bin, "--wine-prefix", f.prefix, "--snapshotter", f.snapshotter, "--containerd", f.containerd}
+	return []string{"--root", f.root, "--bin", f.bin, "--wine-prefix", f.prefix, "--snapshotter", f.snapshotter, "--containerd", f.containerd, "--sandboxer", f.sandboxer}
 }
 
 // upCmd starts serve detached and waits for it to be ready (node.env written) or gone.

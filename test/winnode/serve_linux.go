@@ -140,12 +140,14 @@ func (n *node) up(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(n.steps, "%-34s %7.2fs (containerd %s, snapshotter %s)\n", "node up", time.Since(start).Seconds(), version, n.snapshotter)
+	fmt.Fprintf(n.steps, "%-34s %s\n", "sandboxer (runhcs-wcow-process)", n.sandboxer)
 	var b strings.Builder
 	for _, kv := range [][2]string{
 		{"WINEPREFIX", prefix}, {"WINE64", wine64}, {"WINEARCH", "win64"}, {"WINEDEBUG", wineDebug},
 		{"WINEDLLOVERRIDES", "mscoree=;mshtml="}, {"HCSEMU_TCP_ADDRESS", n.tcp}, {"HCSEMU_TCP_KEY_FILE", n.path("hcsemu.key")},
 		{"RUNHCS_NODE_PIPE", Pipe}, {"RUNHCS_NODE_REGISTRY", registryAddr}, {"RUNHCS_NODE_ROOT", n.root},
 		{"RUNHCS_NODE_CONTAINERD", version}, {"RUNHCS_NODE_SNAPSHOTTER", n.snapshotter},
+		{"RUNHCS_NODE_SANDBOXER", n.sandboxer},
 	} {
 		fmt.Fprintf(&b, "export %s=%s\n", kv[0], shellQuote(kv[1]))
 	}
@@ -393,7 +395,7 @@ func (n *node) startContainerd(ctx context.Context, registry string) (string, er
 	cfg := ContainerdConfig(ConfigOptions{
 		Containerd: n.containerd, Root: win(n.path("containerd", "root")), State: win(n.path("containerd", "state")),
 		Snapshotter: n.snapshotter, CNIBin: win(n.path("cni", "bin")), CNIConf: win(n.path("cni", "conf")),
-		Hosts: win(n.path("certs.d")),
+		Hosts: win(n.path("certs.d")), Sandboxer: n.sandboxer,
 	})
 	cfgPath := n.path("containerd.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {

@@ -1,0 +1,102 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/openhcs/runhcs/internal/atomicfile"
+)
+
+// StateFile is what a sandbox records in its bundle so that the shim's `delete` action, run by
+// containerd after the sandbox's shim died, knows the bundle is a sandbox's and what it held.
+// A task's state is internal/shim/task's runhcs-state.json; a sandbox bundle has no
+// config.json (containerd's sandbox controller makes it without a spec).
+const StateFile = "runhcs-sandbox.json"
+
+// bundleState is the content of StateFile.
+type bundleState struct {
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind"`
+	NetNS     string    `json:"netns,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	// Pid is the pod's pid once it started, for the delete action's report.
+	Pid uint32 `json:"pid,omitempty"`
+}
+
+func writeState(bundle string, st *bundleState) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(bundle, StateFile), b, 0o600); err != nil {
+		return fmt.Errorf("sandbox state: %w", err)
+	}
+	return nil
+}
+
+// readState returns (nil, nil) when the bundle has no sandbox state.
+func readState(bundle string) (*bundleState, error) {
+	b, err := os.ReadFile(filepath.Join(bundle, StateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read sandbox state in bundle %q: %w", bundle, err)
+	}
+	var st bundleState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("sandbox state %q: %w", filepath.Join(bundle, StateFile), err)
+	}
+	return &st, nil
+}
+
+func recordPid(bundle string, pid uint32) error {
+	st, err := readState(bundle)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return fmt.Errorf("record pid %d: bundle %q has no sandbox state", pid, bundle)
+	}
+	st.Pid = pid
+	return writeState(bundle, st)
+}
+
+func removeState(bundle string) error {
+	if err := os.Remove(filepath.Join(bundle, StateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove sandbox state in bundle %q: %w", bundle, err)
+	}
+	return nil
+}
+
+// IsBundle reports whether bundle holds a sandbox's state (the delete action then calls
+// Cleanup rather than a task's clean-up).
+func IsBundle(bundle string) bool {
+	_, err := os.Stat(filepath.Join(bundle, StateFile))
+	return err == nil
+}
+
+// Cleanup is the delete action's part for a sandbox whose shim died: it releases what the
+// sandbox held, by kind, and removes its state; it returns the pod's pid if it had started. It
+// tolerates having been done already. A process-isolated pod holds nothing but its state (its
+// HNS namespace is containerd's CRI's, which removes it in StopPodSandbox; its containers are
+// tasks with bundles and delete actions of their own).
+func Cleanup(_ context.Context, bundle string) (pid uint32, _ error) {
+	st, err := readState(bundle)
+	if err != nil || st == nil {
+		return 0, err
+	}
+	switch st.Kind {
+	case KindProcess:
+	default:
+		return 0, fmt.Errorf("sandbox state %q: kind %q: want %q: %w", filepath.Join(bundle, StateFile), st.Kind, KindProcess, errdefs.ErrInvalidArgument)
+	}
+	return st.Pid, removeState(bundle)
+}
