@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -31,11 +30,7 @@ type bundleState struct {
 }
 
 func writeState(bundle string, st *bundleState) error {
-	b, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(bundle, StateFile), b, 0o600); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(bundle, StateFile), st, 0o600); err != nil {
 		return fmt.Errorf("sandbox state: %w", err)
 	}
 	return nil
@@ -43,16 +38,12 @@ func writeState(bundle string, st *bundleState) error {
 
 // readState returns (nil, nil) when the bundle has no sandbox state.
 func readState(bundle string) (*bundleState, error) {
-	b, err := os.ReadFile(filepath.Join(bundle, StateFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read sandbox state in bundle %q: %w", bundle, err)
-	}
 	var st bundleState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("sandbox state %q: %w", filepath.Join(bundle, StateFile), err)
+	if found, err := atomicfile.ReadJSON(filepath.Join(bundle, StateFile), &st); !found || err != nil {
+		if err != nil {
+			return nil, fmt.Errorf("sandbox state: %w", err)
+		}
+		return nil, nil
 	}
 	return &st, nil
 }

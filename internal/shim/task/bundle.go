@@ -58,11 +58,7 @@ func recordInitPid(bundle string, pid uint32) error {
 }
 
 func writeState(bundle string, st *bundleState) error {
-	b, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(bundle, StateFile), b, 0o600); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(bundle, StateFile), st, 0o600); err != nil {
 		return fmt.Errorf("task state: %w", err)
 	}
 	return nil
@@ -70,16 +66,12 @@ func writeState(bundle string, st *bundleState) error {
 
 // readBundleState returns (nil, nil) when the bundle has no state.
 func readBundleState(bundle string) (*bundleState, error) {
-	b, err := os.ReadFile(filepath.Join(bundle, StateFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read task state in bundle %q: %w", bundle, err)
-	}
 	var st bundleState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("task state %q: %w", filepath.Join(bundle, StateFile), err)
+	if found, err := atomicfile.ReadJSON(filepath.Join(bundle, StateFile), &st); !found || err != nil {
+		if err != nil {
+			return nil, fmt.Errorf("task state: %w", err)
+		}
+		return nil, nil
 	}
 	return &st, nil
 }
