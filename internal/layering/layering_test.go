@@ -86,15 +86,17 @@ var rules = map[string][]string{
 	"test/wincat":            nil,
 	"test/cmd/demo":          {"test/harness"},
 	"test/winnode": {"internal/atomicfile", "internal/hcsemu", "internal/hcsemu/client", "internal/hns",
-		"internal/hns/hcn", "test/image"},
+		"internal/hns/hcn", "test/image", "test/internal/rootdir"},
 	"test/e2e":   nil,
 	"test/soak":  nil,
 	"test/bench": nil,
 	"test/cri":   nil,
 	// The cluster's control plane joins the node's host network namespace through the
 	// emulator's namespace helpers; the Kubernetes suite talks to the API server only.
-	"test/cluster": {"internal/atomicfile", "internal/hcsemu"},
-	"test/k8s":     nil,
+	"test/cluster": {"internal/atomicfile", "internal/hcsemu", "test/internal/rootdir"},
+	// What the node's and the cluster's programs share about the folder they run in.
+	"test/internal/rootdir": {"internal/atomicfile"},
+	"test/k8s":              nil,
 	// The documentation link check reads files only.
 	"hack/doccheck": nil,
 }

@@ -3,14 +3,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openhcs/runhcs/internal/hcsemu"
+	"github.com/openhcs/runhcs/test/internal/rootdir"
 )
 
 // downCmd stops the cluster at --root and removes everything it made, also after a crash of any
@@ -47,9 +46,9 @@ func downCmd(args []string) error {
 		}
 	}
 	if b, err := os.ReadFile(filepath.Join(*root, "serve.pid")); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && isServe(pid, *root) {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && rootdir.IsServe(pid, *root) {
 			syscall.Kill(pid, syscall.SIGTERM)
-			waitGone(pid, 90*time.Second)
+			rootdir.WaitGone(pid, 90*time.Second)
 			syscall.Kill(pid, syscall.SIGKILL) // if it hangs; what it left is swept below
 		}
 	}
@@ -57,12 +56,12 @@ func downCmd(args []string) error {
 	for _, pid := range processesOf(*root, spare) {
 		fmt.Fprintf(os.Stderr, "cluster down: killing process %d left by the cluster\n", pid)
 		syscall.Kill(pid, syscall.SIGKILL)
-		waitGone(pid, 10*time.Second)
+		rootdir.WaitGone(pid, 10*time.Second)
 	}
 	if err := hcsemu.RemoveNetnsFile(netnsFile(*root)); err != nil {
 		fmt.Fprintf(os.Stderr, "cluster down: %v\n", err)
 	}
-	for _, m := range mountsUnder(*root) {
+	for _, m := range rootdir.MountsUnder(*root) {
 		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
 			fmt.Fprintf(os.Stderr, "cluster down: umount %s: %v\n", m, err)
 		}
@@ -150,16 +149,6 @@ func belongs(pid int, root string, netns uint64) bool {
 	return false
 }
 
-// isServe says whether pid is `cluster serve --root root`.
-func isServe(pid int, root string) bool {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	args := strings.Split(string(cmdline), "\x00")
-	return len(args) > 3 && args[1] == "serve" && args[2] == "--root" && args[3] == root
-}
-
 // processesOf lists the processes of the cluster at root, but none of spare.
 func processesOf(root string, spare map[int]bool) []int {
 	var netns uint64
@@ -180,47 +169,4 @@ func processesOf(root string, spare map[int]bool) []int {
 		}
 	}
 	return pids
-}
-
-func waitGone(pid int, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if err := syscall.Kill(pid, 0); err != nil {
-			return
-		}
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if s := string(b); strings.Contains(s, ") Z ") {
-			return // a zombie of someone else's: it holds nothing
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// mountsUnder lists the mount points under dir, deepest first (mountinfo's octal escapes, \040
-// for a space, undone).
-func mountsUnder(dir string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var ms []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		p := fields[4]
-		if strings.Contains(p, `\`) {
-			if u, err := strconv.Unquote(`"` + p + `"`); err == nil {
-				p = u
-			}
-		}
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			ms = append(ms, p)
-		}
-	}
-	sort.Slice(ms, func(i, j int) bool { return len(ms[i]) > len(ms[j]) })
-	return ms
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/openhcs/runhcs/internal/testenv"
+	"github.com/openhcs/runhcs/test/internal/rootdir"
 )
 
 // TestDownAfterCrash brings the real control plane up (RUNHCS_CLUSTER_BIN: the folder
@@ -85,7 +86,7 @@ func TestDownAfterCrash(t *testing.T) {
 			}
 		}
 	}
-	if m := mountsUnder(root); len(m) > 0 {
+	if m := rootdir.MountsUnder(root); len(m) > 0 {
 		t.Errorf("mounts left: %v", m)
 	}
 	if _, err := os.Stat(root); !os.IsNotExist(err) {

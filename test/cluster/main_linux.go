@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openhcs/runhcs/internal/hcsemu"
+	"github.com/openhcs/runhcs/test/internal/rootdir"
 )
 
 // The cluster's network (see doc.go). The Services range is Kubernetes' default.
@@ -102,6 +102,15 @@ func (f *flags) validate() error {
 	return nil
 }
 
+// readEnv reads the export lines of the cluster's environment file.
+func readEnv(root string) (map[string]string, error) {
+	env, err := rootdir.ReadEnv(envFile(root))
+	if err != nil {
+		return nil, fmt.Errorf("no cluster at %s (is it up?): %w", root, err)
+	}
+	return env, nil
+}
+
 func envFile(root string) string      { return filepath.Join(root, "cluster.env") }
 func netnsFile(root string) string    { return filepath.Join(root, "netns", "cluster") }
 func kubeconfigOf(root string) string { return filepath.Join(root, "kubeconfig") }
@@ -169,27 +178,6 @@ func upCmd(args []string) error {
 	}
 }
 
-// readEnv reads cluster.env's export lines.
-func readEnv(root string) (map[string]string, error) {
-	f, err := os.Open(envFile(root))
-	if err != nil {
-		return nil, fmt.Errorf("no cluster at %s (is it up?): %w", root, err)
-	}
-	defer f.Close()
-	env := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "export ")
-		if !ok {
-			continue
-		}
-		if k, v, ok := strings.Cut(line, "="); ok {
-			env[k] = unquote(v)
-		}
-	}
-	return env, sc.Err()
-}
-
 // runCmd runs PROGRAM with the cluster's environment (KUBECONFIG, …) in the cluster's network
 // namespace, where the API server's address answers. It replaces this process, so the
 // program's exit status is the command's.
@@ -208,14 +196,4 @@ func runCmd(args []string) error {
 		os.Setenv(k, v)
 	}
 	return hcsemu.ExecInNetns(netnsFile(*root), fs.Args())
-}
-
-// shellQuote quotes s for a POSIX shell's single quotes.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-func unquote(s string) string {
-	if len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'' {
-		return strings.ReplaceAll(s[1:len(s)-1], `'\''`, "'")
-	}
-	return s
 }

@@ -23,8 +23,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
-	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/hcsemu"
+	"github.com/openhcs/runhcs/test/internal/rootdir"
 )
 
 // plane is what serve runs: the control plane.
@@ -139,14 +139,10 @@ func (p *plane) up(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(p.steps, "%-34s %7.2fs (API server https://%s:%d)\n", "control plane up", time.Since(start).Seconds(), apiAddr, apiPort)
-	var b strings.Builder
-	for _, kv := range [][2]string{
+	return rootdir.WriteEnv(envFile(p.root), [][2]string{
 		{"KUBECONFIG", kubeconfigOf(p.root)}, {"RUNHCS_CLUSTER_ROOT", p.root},
 		{"RUNHCS_CLUSTER_NETNS", netnsFile(p.root)}, {"RUNHCS_CLUSTER_SERVER", fmt.Sprintf("https://%s:%d", apiAddr, apiPort)},
-	} {
-		fmt.Fprintf(&b, "export %s=%s\n", kv[0], shellQuote(kv[1]))
-	}
-	return atomicfile.WriteFile(envFile(p.root), []byte(b.String()), 0o644)
+	})
 }
 
 // pki makes the cluster's CAs, certificates, service-account keys and kubeconfigs under

@@ -3,20 +3,20 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openhcs/runhcs/test/internal/rootdir"
 )
 
 // downCmd stops the node at --root and removes everything it made, also when a part of it (or
@@ -37,21 +37,21 @@ func downCmd(args []string) error {
 	}
 	start := time.Now()
 	if b, err := os.ReadFile(filepath.Join(*root, "serve.pid")); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && isServe(pid, *root) {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && rootdir.IsServe(pid, *root) {
 			syscall.Kill(pid, syscall.SIGTERM)
-			waitGone(pid, 90*time.Second)
+			rootdir.WaitGone(pid, 90*time.Second)
 			syscall.Kill(pid, syscall.SIGKILL) // if it hangs; what it left is swept below
 		}
 	}
 	for _, pid := range processesOf(*root, os.Getpid()) {
 		fmt.Fprintf(os.Stderr, "winnode down: killing process %d left by the node\n", pid)
 		syscall.Kill(pid, syscall.SIGKILL)
-		waitGone(pid, 10*time.Second)
+		rootdir.WaitGone(pid, 10*time.Second)
 	}
 	if err := cleanEmulator(*root); err != nil {
 		fmt.Fprintf(os.Stderr, "winnode down: %v\n", err)
 	}
-	for _, m := range mountsUnder(*root) {
+	for _, m := range rootdir.MountsUnder(*root) {
 		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
 			fmt.Fprintf(os.Stderr, "winnode down: umount %s: %v\n", m, err)
 		}
@@ -69,7 +69,7 @@ func cleanEmulator(root string) error {
 	if _, err := os.Stat(emuRoot(root)); err != nil {
 		return nil
 	}
-	if len(mountsUnder(emuRoot(root))) == 0 {
+	if len(rootdir.MountsUnder(emuRoot(root))) == 0 {
 		return nil
 	}
 	b, err := os.ReadFile(filepath.Join(root, "hcsemu.path"))
@@ -134,16 +134,6 @@ func belongs(pid int, root string) bool {
 	return false
 }
 
-// isServe says whether pid is `winnode serve --root root`.
-func isServe(pid int, root string) bool {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	args := strings.Split(string(cmdline), "\x00")
-	return len(args) > 3 && args[1] == "serve" && args[2] == "--root" && args[3] == root
-}
-
 // processesOf lists the processes of the node at root, but not self.
 func processesOf(root string, self int) []int {
 	entries, _ := os.ReadDir("/proc")
@@ -158,60 +148,4 @@ func processesOf(root string, self int) []int {
 		}
 	}
 	return pids
-}
-
-func waitGone(pid int, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if err := syscall.Kill(pid, 0); err != nil {
-			return
-		}
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if f := strings.Fields(string(b)); len(f) > 2 && f[2] == "Z" {
-			return // a zombie of someone else's: it holds nothing
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// mountsUnder lists the mount points under dir, deepest first.
-func mountsUnder(dir string) []string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var ms []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		p := unescapeMount(fields[4])
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			ms = append(ms, p)
-		}
-	}
-	sort.Slice(ms, func(i, j int) bool { return len(ms[i]) > len(ms[j]) })
-	return ms
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space, …).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

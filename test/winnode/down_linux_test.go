@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openhcs/runhcs/internal/testenv"
+	"github.com/openhcs/runhcs/test/internal/rootdir"
 )
 
 // TestDownAfterCrash brings a node up, runs a container in it (ctr.exe inside the node), kills
@@ -55,7 +56,7 @@ func TestDownAfterCrash(t *testing.T) {
 					c := string(cmdline)
 					switch {
 					case part == "hcsemu" && strings.HasPrefix(c, filepath.Join(bin, "hcsemu")+"\x00--address"):
-						if len(mountsUnder(root)) > 1 { // the host netns and the container's volume
+						if len(rootdir.MountsUnder(root)) > 1 { // the host netns and the container's volume
 							victim = pid
 						}
 					case part == "containerd.exe" && strings.Contains(c, `containerd.exe`) && strings.Contains(c, "--config"):
@@ -72,12 +73,12 @@ func TestDownAfterCrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.Kill()
-			waitGone(victim, time.Minute)
+			rootdir.WaitGone(victim, time.Minute)
 			run("down", "--root", root)
 			if _, err := os.Stat(root); !os.IsNotExist(err) {
 				t.Errorf("the node's folder is still there: %v", err)
 			}
-			if m := mountsUnder(root); len(m) != 0 {
+			if m := rootdir.MountsUnder(root); len(m) != 0 {
 				t.Errorf("mounts left: %v", m)
 			}
 			if pids := processesOf(root, os.Getpid()); len(pids) != 0 {
@@ -180,7 +181,7 @@ echo "down rc=$?"
 				t.Errorf("down killed the caller's own process %d: %v", child, err)
 			} else {
 				syscall.Kill(child, syscall.SIGKILL)
-				waitGone(child, time.Minute)
+				rootdir.WaitGone(child, time.Minute)
 			}
 			for _, pid := range node {
 				if syscall.Kill(pid, 0) == nil && !zombie(pid) {
@@ -190,7 +191,7 @@ echo "down rc=$?"
 			if _, err := os.Stat(root); !os.IsNotExist(err) {
 				t.Errorf("the node's folder is still there: %v", err)
 			}
-			if m := mountsUnder(root); len(m) != 0 {
+			if m := rootdir.MountsUnder(root); len(m) != 0 {
 				t.Errorf("mounts left: %v", m)
 			}
 			if pids := nodeLike(root); len(pids) != 0 {

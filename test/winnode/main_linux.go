@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openhcs/runhcs/internal/hcsemu"
+	"github.com/openhcs/runhcs/test/internal/rootdir"
 )
 
 func usage() {
@@ -162,30 +162,16 @@ func upCmd(args []string) error {
 	}
 }
 
-func envFile(root string) string { return filepath.Join(root, "node.env") }
-
-// readEnv reads node.env's export lines.
+// readEnv reads the export lines of the node's environment file.
 func readEnv(root string) (map[string]string, error) {
-	f, err := os.Open(envFile(root))
+	env, err := rootdir.ReadEnv(envFile(root))
 	if err != nil {
 		return nil, fmt.Errorf("no node at %s (is it up?): %w", root, err)
 	}
-	defer f.Close()
-	env := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "export ")
-		if !ok {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
-		}
-		env[k] = unquote(v)
-	}
-	return env, sc.Err()
+	return env, nil
 }
+
+func envFile(root string) string { return filepath.Join(root, "node.env") }
 
 // runCmd runs PROGRAM with the node's environment in the emulated host's network namespace,
 // a Windows .exe under the node's Wine loader. It replaces this process, so the program's exit
@@ -212,13 +198,3 @@ func runCmd(args []string) error {
 }
 
 func emuRoot(root string) string { return filepath.Join(root, "emu") }
-
-// shellQuote quotes s for a POSIX shell's single quotes.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-func unquote(s string) string {
-	if len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'' {
-		return strings.ReplaceAll(s[1:len(s)-1], `'\''`, "'")
-	}
-	return s
-}

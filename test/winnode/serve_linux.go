@@ -22,11 +22,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/hcsemu"
 	"github.com/openhcs/runhcs/internal/hcsemu/client"
 	"github.com/openhcs/runhcs/internal/hns"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
+	"github.com/openhcs/runhcs/test/internal/rootdir"
 )
 
 const (
@@ -141,17 +141,13 @@ func (n *node) up(ctx context.Context) error {
 	}
 	fmt.Fprintf(n.steps, "%-34s %7.2fs (containerd %s, snapshotter %s)\n", "node up", time.Since(start).Seconds(), version, n.snapshotter)
 	fmt.Fprintf(n.steps, "%-34s %s\n", "sandboxer (runhcs-wcow-process)", n.sandboxer)
-	var b strings.Builder
-	for _, kv := range [][2]string{
+	return rootdir.WriteEnv(envFile(n.root), [][2]string{
 		{"WINEPREFIX", prefix}, {"WINE64", wine64}, {"WINEARCH", "win64"}, {"WINEDEBUG", wineDebug},
 		{"WINEDLLOVERRIDES", "mscoree=;mshtml="}, {"HCSEMU_TCP_ADDRESS", n.tcp}, {"HCSEMU_TCP_KEY_FILE", n.path("hcsemu.key")},
 		{"RUNHCS_NODE_PIPE", Pipe}, {"RUNHCS_NODE_REGISTRY", registryAddr}, {"RUNHCS_NODE_ROOT", n.root},
 		{"RUNHCS_NODE_CONTAINERD", version}, {"RUNHCS_NODE_SNAPSHOTTER", n.snapshotter},
 		{"RUNHCS_NODE_SANDBOXER", n.sandboxer},
-	} {
-		fmt.Fprintf(&b, "export %s=%s\n", kv[0], shellQuote(kv[1]))
-	}
-	return atomicfile.WriteFile(envFile(n.root), []byte(b.String()), 0o644)
+	})
 }
 
 // wineDebugChannels is the WINEDEBUG of the node's Windows processes: none by default (Wine's
