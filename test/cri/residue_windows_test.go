@@ -70,28 +70,29 @@ func nodePath(t *testing.T, elem ...string) string {
 }
 
 // podStateFolders are the folders containerd keeps for a pod with id of the default handler
-// (runhcs-wcow-process): the shim's bundle and the CRI's sandbox folders in its root and state.
-// With the pause container (sandboxer podsandbox) the bundle is the pause task's, in runtime v2's
-// state (whose plugin id both 1.7 and 2.x use). With the shim sandboxer (2.x, --sandboxer shim)
-// there is no pause task: containerd v2.4.2's plugins/sandbox/controller.go (plugin
+// (runhcs-wcow-process). With the pause container (sandboxer podsandbox): the pause task's bundle
+// in runtime v2's state (whose plugin id both 1.7 and 2.x use) and the CRI's sandbox folders in
+// its root and state. With the shim sandboxer (2.x, --sandboxer shim) there is no pause task and
+// no CRI sandbox folder (in containerd v2.4.2 only the podsandbox controller makes those,
+// internal/cri/server/podsandbox/sandbox_run.go): plugins/sandbox/controller.go (plugin
 // io.containerd.sandbox.controller.v1, id "shim") makes the sandbox's bundle with
-// v2.NewBundle(ctx, c.root, c.state, sandboxID, …), i.e. the controller plugin's state folder
-// /<ns>/<id> and its work folder in the plugin's root (core/runtime/v2/bundle.go), the plugin's
-// folders being <root or state>/<plugin URI> (cmd/containerd/server/server.go); Shutdown
-// deletes both.
+// v2.NewBundle(ctx, c.root, c.state, sandboxID, …), i.e. <state>/<ns>/<id> and a work folder
+// <root>/<ns>/<id> (core/runtime/v2/bundle.go), the plugin's state and root being containerd's
+// joined with the plugin's URI (cmd/containerd/server/server.go); Shutdown deletes both.
 func podStateFolders(t *testing.T, id string) []string {
 	t.Helper()
-	cri := []string{
+	if shimSandboxer(t) {
+		const controller = "io.containerd.sandbox.controller.v1.shim"
+		return []string{
+			nodePath(t, "containerd", "state", controller, "k8s.io", id),
+			nodePath(t, "containerd", "root", controller, "k8s.io", id),
+		}
+	}
+	return []string{
+		nodePath(t, "containerd", "state", "io.containerd.runtime.v2.task", "k8s.io", id),
 		nodePath(t, "containerd", "root", "io.containerd.grpc.v1.cri", "sandboxes", id),
 		nodePath(t, "containerd", "state", "io.containerd.grpc.v1.cri", "sandboxes", id),
 	}
-	if shimSandboxer(t) {
-		const controller = "io.containerd.sandbox.controller.v1.shim"
-		return append(cri,
-			nodePath(t, "containerd", "state", controller, "k8s.io", id),
-			nodePath(t, "containerd", "root", controller, "k8s.io", id))
-	}
-	return append(cri, nodePath(t, "containerd", "state", "io.containerd.runtime.v2.task", "k8s.io", id))
 }
 
 // shimSandboxer tells whether the node runs the default handler's pods through the shim's
