@@ -14,6 +14,7 @@
 #   the CRI suite (kubelet's CRI client) against an emulated Windows
 #   node: containerd 2.4.2's and 1.7.35's Windows builds, their CRI,
 #   under Wine, each on a fresh node                                    make test-winnode-2, -1.7
+#   the same suite with the shim sandboxer (containerd 2.x's sandbox API) make test-winnode-2-shim
 #   end-to-end suites against containerd 2.x and 1.7                     make e2e
 #   the soak and fault suite, CI variant, containerd 2.x and 1.7         make soak
 #
@@ -61,6 +62,8 @@ step test-wine-containerd make test-wine-containerd
 # make test-winnode runs both; one step each says how long each version takes.
 step test-winnode-containerd-2 make test-winnode-2
 step test-winnode-containerd-1.7 make test-winnode-1.7
+# containerd 2.x's sandbox API: pods without a pause container, served by the shim.
+step test-winnode-containerd-2-shim make test-winnode-2-shim
 step e2e-containerd-2 make e2e-2
 step e2e-containerd-1.7 make e2e-1.7
 step soak make soak
