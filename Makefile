@@ -11,7 +11,7 @@ E2E_TIMEOUT ?= 30m
 # test-cluster (hack/cluster.sh test); its unit tests run here.
 UNIT_PKGS = $(shell $(GO) list ./... | grep -vE '/test/(e2e|soak|winnode|k8s|cluster)$$')
 
-.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 soak test-winnode test-winnode-2 test-winnode-1.7 test-winnode-2-shim test-cluster demo lint proto proto-check cross tools deps check clean
+.PHONY: all build test fuzz e2e e2e-2 e2e-1.7 soak test-winnode test-winnode-2 test-winnode-1.7 test-winnode-2-shim test-winnode-kubelet test-cluster demo lint proto proto-check cross tools deps check clean
 
 all: build
 
@@ -61,6 +61,11 @@ test-winnode-2 test-winnode-1.7: test-winnode-%:
 # A fresh root per run (RUNHCS_CLUSTER_ROOT to choose it).
 test-cluster:
 	bash hack/cluster.sh test --containerd $${RUNHCS_CLUSTER_CONTAINERD:-2} --root "$${RUNHCS_CLUSTER_ROOT:-$$(mktemp -d /tmp/runhcs-cluster-test.XXXXXX)}"
+
+## test-winnode-kubelet: kubelet.exe standalone in an emulated Windows node runs a static pod and reports the node's figures (root; KUBELET_EXE=path/to/kubelet.exe, the Windows build; hack/winnode.sh test-kubelet)
+test-winnode-kubelet:
+	@[ -n "$(KUBELET_EXE)" ] || { echo "test-winnode-kubelet: set KUBELET_EXE to the Windows build of kubelet" >&2; exit 2; }
+	bash hack/winnode.sh test-kubelet --root "$$(mktemp -d /tmp/runhcs-winnode-kubelet.XXXXXX)" "$(KUBELET_EXE)"
 
 ## demo: the README's first command
 demo:

@@ -9,6 +9,7 @@
 #   hack/winnode.sh down [--root DIR]
 #   hack/winnode.sh run [--root DIR] PROGRAM ARGS…
 #   hack/winnode.sh test [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows] [--sandboxer podsandbox|shim] [go test flags…]
+#   hack/winnode.sh test-kubelet [--root DIR] [--containerd 2|1.7] KUBELET.EXE
 #
 # deps installs the Debian packages the node needs beyond Wine (hack/wine/setup.sh installs
 # Wine's): nftables, whose nft hcsemu runs for the HNS network's NAT and port mappings; up runs
@@ -20,6 +21,8 @@
 # containerd) and takes it down; make test-winnode runs it for both containerd versions.
 # --sandboxer shim runs the default handler's pods through containerd 2.x's sandbox API, served by
 # the shim (docs/sandbox-api.md).
+# test-kubelet brings a node up and runs test/winnode TestKubeletStaticPod in it: kubelet.exe
+# (the Windows build of kubelet) standalone, a static pod, its node figures, and down.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -113,11 +116,24 @@ test)
 	printf 'winnode: %-34s %7.2fs (exit %d)\n' "test, containerd ${containerd}" "$(elapsed "${t_test}")" "${rc}" >&2
 	exit "${rc}"
 	;;
+test-kubelet)
+	[[ $# -eq 1 && -f "$1" ]] || { echo "usage: $0 test-kubelet [--root DIR] [--containerd 2|1.7] KUBELET.EXE" >&2; exit 2; }
+	kubelet="$(realpath "$1")"
+	t_test=$(date +%s.%N)
+	bash "$0" down --root "${dir}"
+	trap 'bash "$0" down --root "${dir}"' EXIT
+	bash "$0" up --root "${dir}" "${args[@]}" >/dev/null
+	rc=0
+	RUNHCS_WINNODE_ROOT="${dir}" RUNHCS_WINNODE_KUBELET="${kubelet}" \
+		go test -count=1 -v -timeout 30m -run 'TestKubeletStaticPod' ./test/winnode || rc=$?
+	printf 'winnode: %-34s %7.2fs (exit %d)\n' "test-kubelet, containerd ${containerd}" "$(elapsed "${t_test}")" "${rc}" >&2
+	exit "${rc}"
+	;;
 run)
 	exec "${dir}/bin/winnode" run --root "${dir}" -- "$@"
 	;;
 *)
-	echo "usage: $0 deps|up|down|run|test [--root DIR] …" >&2
+	echo "usage: $0 deps|up|down|run|test|test-kubelet [--root DIR] …" >&2
 	exit 2
 	;;
 esac

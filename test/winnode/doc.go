@@ -10,6 +10,8 @@
 //	winnode up   --root DIR --bin BINDIR [--snapshotter wcow|windows]   start the node, print node.env
 //	winnode down --root DIR                                            stop it, leave nothing
 //	winnode run  --root DIR -- PROGRAM ARGS…                           run a program inside the node
+//	winnode kubelet --root DIR --exe KUBELET.EXE [--kubeconfig FILE] [-- FLAGS…]
+//	                                                                   start kubelet.exe in the node
 //
 // hack/winnode.sh builds what the node needs and calls this command; see docs/winnode.md.
 //
@@ -22,4 +24,12 @@
 // SIGTERM it stops them in reverse order. `down` signals serve and then sweeps whatever a crashed
 // part left (processes, the wineserver, hcsemu's mounts and namespaces through a hcsemu restarted
 // on the same root, the folder).
+//
+// `kubelet` (kubelet_linux.go) starts kubelet.exe detached in the node's prefix and the host's
+// network namespace, with a Windows node's flags, and returns when its healthz answers; it is
+// a process of the prefix, so serve's stop (wineserver -k) and down end it like containerd.exe.
+// Without --kubeconfig it runs standalone, static pods from DIR/kubelet/manifests, its
+// read-only port (10255, host namespace) serving /stats/summary. The prefix's registry is a
+// Windows Server 2022 node's (nodeRegistry) and its pdh.dll the stand-in (hack/wine/pdh), which
+// kubelet's node figures need.
 package main

@@ -19,7 +19,8 @@ import (
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage: winnode up --root DIR --bin BINDIR --wine-prefix PREFIX [--containerd 2|1.7] [--snapshotter windows|wcow] [--sandboxer podsandbox|shim]
        winnode down --root DIR
-       winnode run --root DIR -- PROGRAM [ARGS…]`)
+       winnode run --root DIR -- PROGRAM [ARGS…]
+       winnode kubelet --root DIR --exe KUBELET.EXE [--kubeconfig FILE] [--node-name NAME] [-- KUBELET FLAGS…]`)
 	os.Exit(2)
 }
 
@@ -37,6 +38,8 @@ func main() {
 		err = downCmd(os.Args[2:])
 	case "run":
 		err = runCmd(os.Args[2:])
+	case "kubelet":
+		err = kubeletCmd(os.Args[2:])
 	default:
 		usage()
 	}
