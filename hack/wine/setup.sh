@@ -4,7 +4,7 @@
 #
 #   1. Debian packages wine64 and gcc-mingw-w64-x86-64 (apt-get only if missing; needs root then)
 #   2. bcryptprimitives.dll built from hack/wine/bcryptprimitives.c, winecompat.c, winebackup.c,
-#      winepipe.c, winespawn.c and winesymlink.c (rebuilt when the source changes)
+#      winepipe.c, winespawn.c, winesymlink.c and winesock.c (rebuilt when the source changes)
 #   3. a private Wine prefix under ${RUNHCS_CACHE:-~/.cache/runhcs}/wine/prefix (about 11 s the first time)
 #   4. computecore.dll, the stand-in HCS API, vmcompute.dll, the stand-in layer API, HNSCall and
 #      the HCS v1 functions of hcsshim's HotAttachEndpoint (over computecore.dll), and
@@ -123,7 +123,8 @@ wine_env
 exec {lockfd}>"${WINE_LOCK}"
 flock "${lockfd}"
 build_dll bcryptprimitives.dll "${WINE_HACK}/bcryptprimitives.c" "${WINE_HACK}/winecompat.c" \
-	"${WINE_HACK}/winebackup.c" "${WINE_HACK}/winepipe.c" "${WINE_HACK}/winespawn.c" "${WINE_HACK}/winesymlink.c"
+	"${WINE_HACK}/winebackup.c" "${WINE_HACK}/winepipe.c" "${WINE_HACK}/winespawn.c" "${WINE_HACK}/winesymlink.c" \
+	"${WINE_HACK}/winesock.c"
 build_dll computecore.dll "${WINE_HACK}/computecore/computecore.c" "${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" -- -lws2_32
 build_dll vmcompute.dll "${WINE_HACK}/vmcompute/layers.c" "${WINE_HACK}/vmcompute/hns.c" "${WINE_HACK}/vmcompute/hcs.c" \

@@ -35,7 +35,8 @@
  * kernel32's export table (winebackup.c), NtCreateNamedPipeFile, whose instances without
  * read or write access Wine 8 leaves listening, in ntdll's (winepipe.c), CreateProcessW,
  * which fails now and then when Wine cannot start the new process, in kernel32's (winespawn.c),
- * and CreateSymbolicLinkW, a stub in Wine 8 that makes nothing, in kernel32's (winesymlink.c).
+ * CreateSymbolicLinkW, a stub in Wine 8 that makes nothing, in kernel32's (winesymlink.c), and
+ * AF_UNIX sockets, which Wine 8 lacks, in ws2_32's and mswsock's (winesock.c).
  */
 #include <windows.h>
 #include <winternl.h>
@@ -163,5 +164,6 @@ BOOL winecompat_install(void)
 		return FALSE;
 	real_set_information_file = (set_information_file_fn)(void *)(ntdll + *slot);
 	return winecompat_patch_export(ntdll, "NtSetInformationFile", (void *)compat_set_information_file) &&
-	       winebackup_install() && winepipe_install() && winespawn_install() && winesymlink_install();
+	       winebackup_install() && winepipe_install() && winespawn_install() && winesymlink_install() &&
+	       winesock_install();
 }

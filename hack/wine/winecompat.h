@@ -24,4 +24,7 @@ BOOL winespawn_install(void);
 /* winesymlink_install makes CreateSymbolicLinkW make a link (winesymlink.c). */
 BOOL winesymlink_install(void);
 
+/* winesock_install gives Winsock AF_UNIX stream sockets (winesock.c). */
+BOOL winesock_install(void);
+
 #endif
