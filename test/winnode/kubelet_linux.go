@@ -104,6 +104,11 @@ func kubeletCmd(args []string) error {
 	defer logf.Close()
 	fmt.Fprintf(logf, "winnode kubelet: %s\n", strings.Join(cmd.Args, " "))
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// Started in C:\ (the prefix's drive_c, which Wine shows as C:\), as Windows starts a service
+	// in a folder of C:: kubelet's Windows defaults are rooted paths without a drive
+	// (podLogsDir /var/log/pods, the plugin folders), which Windows resolves on the current
+	// drive. From a Linux folder Wine's current drive would be Z:, the Linux root.
+	cmd.Dir = filepath.Join(env["WINEPREFIX"], "drive_c")
 	// Its own session: it outlives this command, as the node's other parts outlive `up`.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	start := time.Now()

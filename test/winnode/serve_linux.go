@@ -367,11 +367,15 @@ func (n *node) network(ctx context.Context) error {
 	return os.WriteFile(filepath.Join(confDir, "10-winnode.conf"), conf, 0o644)
 }
 
-// wine runs a Windows program of the node in the host namespace (hcsemu hostns).
+// wine runs a Windows program of the node in the host namespace (hcsemu hostns), in C:\ (the
+// prefix's drive_c) as Windows runs a service on C:: a rooted path without a drive, which CRI
+// clients send (kubelet's pod log folder, /var/log/pods/…), is then on C:, not on Wine's Z:
+// (the Linux root), which a Linux working folder would make the current drive.
 func (n *node) wine(args ...string) *exec.Cmd {
 	argv := append([]string{"hostns", "--root", emuRoot(n.root), "--", wine64}, args...)
 	cmd := exec.Command(filepath.Join(n.bin, "hcsemu"), argv...)
 	cmd.Env = n.env
+	cmd.Dir = n.path("wine", "prefix", "drive_c")
 	return cmd
 }
 
@@ -391,7 +395,7 @@ func (n *node) startContainerd(ctx context.Context, registry string) (string, er
 	cfg := ContainerdConfig(ConfigOptions{
 		Containerd: n.containerd, Root: win(n.path("containerd", "root")), State: win(n.path("containerd", "state")),
 		Snapshotter: n.snapshotter, CNIBin: win(n.path("cni", "bin")), CNIConf: win(n.path("cni", "conf")),
-		Hosts: win(n.path("certs.d")), Sandboxer: n.sandboxer,
+		Hosts: win(n.path("certs.d")), Sandboxer: n.sandboxer, SnapshotterRoot: win(n.path("wcow")),
 	})
 	cfgPath := n.path("containerd.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
