@@ -12,6 +12,13 @@ type ConfigOptions struct {
 	Containerd      string // "2" (containerd 2.x, config version 3) or "1.7" (config version 2)
 	Root, State     string // containerd's folders (Windows paths)
 	Snapshotter     string // "wcow" (proxy plugins) or "windows" (built-in)
+	// SnapshotterRoot is the wcow snapshotter's --root (a Windows path), which the proxy plugin
+	// exports as its root: containerd's CRI reports it to kubelet as the image filesystem
+	// (ImageFsInfo). Without it the CRI names <root>\io.containerd.snapshotter.v1.wcow, a folder
+	// that does not exist, and kubelet's eviction manager and image garbage collection fail
+	// ("failed to get HasDedicatedImageFs"; containerd 2.4.2 plugins/cri/images/plugin.go
+	// snapshotRoot, 1.7.35 pkg/cri/server/service.go imageFSPath).
+	SnapshotterRoot string
 	CNIBin, CNIConf string // the CNI plugin and configuration folders
 	Hosts           string // the registry hosts folder (certs.d)
 	// Sandboxer is how CRI runs runhcs-wcow-process's pods (containerd 2.x only): "" or
@@ -47,6 +54,7 @@ func ContainerdConfig(o ConfigOptions) string {
   type = "snapshot"
   address = %[1]s
   platform = "windows/amd64"
+  exports = { root = %[2]s }
 [proxy_plugins.wcow-diff]
   type = "diff"
   address = %[1]s
@@ -60,7 +68,7 @@ func ContainerdConfig(o ConfigOptions) string {
   snapshotter = "wcow"
   differ = "wcow-diff"
 
-`, q(wcowPipe))
+`, q(wcowPipe), q(o.SnapshotterRoot))
 	}
 	if o.Containerd == "1.7" {
 		writeCRI17(&b, o)

@@ -166,7 +166,8 @@ func TestDocsConfig(t *testing.T) {
 			t.Fatalf("%s: the %s block: %v", page, first, err)
 		}
 		node := ContainerdConfig(ConfigOptions{Containerd: containerd, Snapshotter: "wcow",
-			CNIBin: folder + `cni\bin`, CNIConf: folder + `cni\conf`, Hosts: folder + `certs.d`})
+			CNIBin: folder + `cni\bin`, CNIConf: folder + `cni\conf`, Hosts: folder + `certs.d`,
+			SnapshotterRoot: `C:\ProgramData\containerd-wcow-snapshotter`})
 		if err := toml.Unmarshal([]byte(node), &want); err != nil {
 			t.Fatal(err)
 		}
