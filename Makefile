@@ -62,10 +62,9 @@ test-winnode-2 test-winnode-1.7: test-winnode-%:
 test-cluster:
 	bash hack/cluster.sh test --containerd $${RUNHCS_CLUSTER_CONTAINERD:-2} --root "$${RUNHCS_CLUSTER_ROOT:-$$(mktemp -d /tmp/runhcs-cluster-test.XXXXXX)}"
 
-## test-winnode-kubelet: kubelet.exe standalone in an emulated Windows node runs a static pod and reports the node's figures (root; KUBELET_EXE=path/to/kubelet.exe, the Windows build; hack/winnode.sh test-kubelet)
+## test-winnode-kubelet: the pinned kubelet.exe standalone in an emulated Windows node runs a static pod and reports the node's figures (root; hack/winnode.sh test-kubelet; KUBELET_EXE=path/to/kubelet.exe for another build)
 test-winnode-kubelet:
-	@[ -n "$(KUBELET_EXE)" ] || { echo "test-winnode-kubelet: set KUBELET_EXE to the Windows build of kubelet" >&2; exit 2; }
-	bash hack/winnode.sh test-kubelet --root "$$(mktemp -d /tmp/runhcs-winnode-kubelet.XXXXXX)" "$(KUBELET_EXE)"
+	bash hack/winnode.sh test-kubelet --root "$$(mktemp -d /tmp/runhcs-winnode-kubelet.XXXXXX)" $(KUBELET_EXE)
 
 ## demo: the README's first command
 demo:

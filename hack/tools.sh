@@ -2,7 +2,7 @@
 # hack/tools.sh builds the pinned tools the build and the tests use, from the Go module proxy,
 # into a cache keyed by tool version and Go version, and prints nothing but errors.
 #
-#   hack/tools.sh [all|proto|lint|containerd|containerd1.7|cni|containerd-windows|containerd1.7-windows|kubernetes]
+#   hack/tools.sh [all|proto|lint|containerd|containerd1.7|cni|containerd-windows|containerd1.7-windows|kubernetes|kubelet]
 #   (default: all)
 #
 # The pins live in tools/go.mod (protoc-gen-go, protoc-gen-go-ttrpc, containerd 2.x and ctr),
@@ -14,7 +14,8 @@
 # make test-wine-containerd); not part of `all`. kubernetes builds the cluster's pins
 # (hack/cluster.sh): kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (Linux) and
 # kubelet.exe (windows/amd64) from tools/kubernetes/go.mod, etcd from tools/etcd/go.mod; not part
-# of `all` either (kubelet.exe alone takes about 12 minutes on one busy core). Cache: $RUNHCS_CACHE, default
+# of `all` either (kubelet.exe alone takes about 12 minutes on one busy core); kubelet builds
+# kubelet.exe alone. Cache: $RUNHCS_CACHE, default
 # ~/.cache/runhcs. `hack/tools.sh path NAME` prints where a tool lives (built or not).
 set -euo pipefail
 
@@ -120,9 +121,9 @@ containerd17_windows() {
 # to the API server as the Node's kubeletVersion) instead of v0.0.0-master. The module proxy does
 # not give the release's git commit, so gitCommit is left empty; buildDate is the release
 # module's time, so builds are reproducible.
-kubernetes() {
-	local v ld="" key val major minor date
-	v="$(modver tools/kubernetes k8s.io/kubernetes)"
+# kube_ldflags appends to the caller's ld the version variables of its release v.
+kube_ldflags() {
+	local key val major minor date
 	major="${v#v}"
 	major="${major%%.*}"
 	minor="${v#v*.}"
@@ -133,12 +134,25 @@ kubernetes() {
 		val="${kv#*=}"
 		ld+=" -X k8s.io/client-go/pkg/version.${key}=${val} -X k8s.io/component-base/version.${key}=${val}"
 	done
+}
+# kubelet builds kubelet.exe alone: what the emulated node's kubelet test needs (make
+# test-winnode-kubelet), without the control plane.
+kubelet() {
+	local v ld=""
+	v="$(modver tools/kubernetes k8s.io/kubernetes)"
+	kube_ldflags
+	GOOS=windows GOARCH=amd64 build tools/kubernetes kubelet.exe "${v}" k8s.io/kubernetes/cmd/kubelet "" "${ld}"
+}
+kubernetes() {
+	local v ld=""
+	v="$(modver tools/kubernetes k8s.io/kubernetes)"
+	kube_ldflags
 	build tools/etcd etcd "$(modver tools/etcd go.etcd.io/etcd/server/v3)" go.etcd.io/etcd/server/v3
 	local cmd
 	for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
 		build tools/kubernetes "${cmd}" "${v}" "k8s.io/kubernetes/cmd/${cmd}" "" "${ld}"
 	done
-	GOOS=windows GOARCH=amd64 build tools/kubernetes kubelet.exe "${v}" k8s.io/kubernetes/cmd/kubelet "" "${ld}"
+	kubelet
 }
 
 case "${1:-all}" in
@@ -151,6 +165,7 @@ cni) cni ;;
 containerd-windows) containerd2_windows ;;
 containerd1.7-windows) containerd17_windows ;;
 kubernetes) kubernetes ;;
+kubelet) kubelet ;;
 path) path_of "$2" ;;
 *) echo "usage: $0 [all|proto|lint|containerd|containerd1.7|cni|containerd-windows|containerd1.7-windows|kubernetes|path NAME]" >&2; exit 2 ;;
 esac

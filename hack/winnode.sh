@@ -9,7 +9,7 @@
 #   hack/winnode.sh down [--root DIR]
 #   hack/winnode.sh run [--root DIR] PROGRAM ARGS…
 #   hack/winnode.sh test [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows] [--sandboxer podsandbox|shim] [go test flags…]
-#   hack/winnode.sh test-kubelet [--root DIR] [--containerd 2|1.7] KUBELET.EXE
+#   hack/winnode.sh test-kubelet [--root DIR] [--containerd 2|1.7] [KUBELET.EXE]
 #
 # deps installs the Debian packages the node needs beyond Wine (hack/wine/setup.sh installs
 # Wine's): nftables, whose nft hcsemu runs for the HNS network's NAT and port mappings; up runs
@@ -22,7 +22,8 @@
 # --sandboxer shim runs the default handler's pods through containerd 2.x's sandbox API, served by
 # the shim (docs/sandbox-api.md).
 # test-kubelet brings a node up and runs test/winnode TestKubeletStaticPod in it: kubelet.exe
-# (the Windows build of kubelet) standalone, a static pod, its node figures, and down.
+# (the Windows build of kubelet; by default the pinned one, hack/tools.sh kubelet) standalone, a
+# static pod, its node figures, and down.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -117,7 +118,11 @@ test)
 	exit "${rc}"
 	;;
 test-kubelet)
-	[[ $# -eq 1 && -f "$1" ]] || { echo "usage: $0 test-kubelet [--root DIR] [--containerd 2|1.7] KUBELET.EXE" >&2; exit 2; }
+	if [[ $# -eq 0 ]]; then
+		bash hack/tools.sh kubelet
+		set -- "$(bash hack/tools.sh path kubelet.exe)"
+	fi
+	[[ $# -eq 1 && -f "$1" ]] || { echo "usage: $0 test-kubelet [--root DIR] [--containerd 2|1.7] [KUBELET.EXE]" >&2; exit 2; }
 	kubelet="$(realpath "$1")"
 	t_test=$(date +%s.%N)
 	bash "$0" down --root "${dir}"
