@@ -46,20 +46,34 @@
 #define FILE_DISPOSITION_INFORMATION_EX_CLASS 64
 #define STATUS_NOT_IMPLEMENTED_ ((NTSTATUS)0xC0000002L)
 #define STATUS_INVALID_INFO_CLASS_ ((NTSTATUS)0xC0000003L)
+#define STATUS_DIRECTORY_NOT_EMPTY_ ((NTSTATUS)0xC0000101L)
+#define FILE_DISPOSITION_INFORMATION_CLASS 13
+#define FILE_DISPOSITION_DELETE_ 0x1
 
 typedef NTSTATUS(NTAPI *set_information_file_fn)(HANDLE file, PIO_STATUS_BLOCK io, PVOID info,
 						 ULONG length, ULONG info_class);
 
 static set_information_file_fn real_set_information_file;
 
-#define FILE_DISPOSITION_INFORMATION_CLASS 13
-#define FILE_DISPOSITION_DELETE_ 0x1
-
 static NTSTATUS NTAPI compat_set_information_file(HANDLE file, PIO_STATUS_BLOCK io, PVOID info,
 						   ULONG length, ULONG info_class)
 {
-	NTSTATUS status = real_set_information_file(file, io, info, length, info_class);
+	NTSTATUS status;
 
+	/* A handle on a symbolic link itself: delete the link, not its target (winesymlink.c). */
+	if ((info_class == FILE_DISPOSITION_INFORMATION_CLASS && info != NULL && length >= sizeof(BOOLEAN) &&
+	     winesymlink_dispose(file, *(BOOLEAN *)info != 0, &status)) ||
+	    (info_class == FILE_DISPOSITION_INFORMATION_EX_CLASS && info != NULL && length >= sizeof(ULONG) &&
+	     winesymlink_dispose(file, (*(ULONG *)info & FILE_DISPOSITION_DELETE_) != 0, &status))) {
+		if (io != NULL) {
+			io->Status = status;
+			io->Information = 0;
+		}
+		return status;
+	}
+	status = real_set_information_file(file, io, info, length, info_class);
+	if (status == STATUS_DIRECTORY_NOT_EMPTY_ && winesymlink_clear_dangling(file))
+		status = real_set_information_file(file, io, info, length, info_class);
 	if (status == STATUS_NOT_IMPLEMENTED_ && info_class == FILE_DISPOSITION_INFORMATION_EX_CLASS && info != NULL &&
 	    length >= sizeof(ULONG) && (*(ULONG *)info & ~(ULONG)FILE_DISPOSITION_DELETE_) == 0) {
 		/* FILE_DISPOSITION_INFORMATION: one BOOLEAN, DeleteFile. */

@@ -24,6 +24,14 @@ BOOL winespawn_install(void);
 /* winesymlink_install makes CreateSymbolicLinkW make a link (winesymlink.c). */
 BOOL winesymlink_install(void);
 
+/* winesymlink_dispose carries out a delete disposition (del) on a handle that stands for a
+ * symbolic link (winesymlink.c): TRUE with *status if h is such a handle. */
+BOOL winesymlink_dispose(HANDLE h, BOOL del, NTSTATUS *status);
+
+/* winesymlink_clear_dangling removes the dangling links, which Wine 8 does not list, from the
+ * folder dir: TRUE if it removed any (winesymlink.c). */
+BOOL winesymlink_clear_dangling(HANDLE dir);
+
 /* winesock_install gives Winsock AF_UNIX stream sockets (winesock.c). */
 BOOL winesock_install(void);
 

@@ -2,6 +2,7 @@ package wintest
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,8 +67,7 @@ func TestSymlink(t *testing.T) {
 		t.Errorf("a link in a missing folder: %v, want ERROR_PATH_NOT_FOUND", err)
 	}
 
-	// os.Remove deletes a link, never its target. (The links go before t.TempDir's
-	// RemoveAll, which under Wine 8 would go through a folder link: see winesymlink.c.)
+	// os.Remove deletes a link, never its target.
 	for _, name := range []string{"abs-link", "rel-link", "file-link"} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil {
 			t.Errorf("os.Remove(%s): %v", name, err)
@@ -81,5 +81,88 @@ func TestSymlink(t *testing.T) {
 	}
 	if b, err := os.ReadFile(file); err != nil || string(b) != "a single file" {
 		t.Errorf("the file after its link was removed: %q, %v", b, err)
+	}
+}
+
+// TestSymlinkReparsePoint: a symbolic link is a reparse point, as Windows reports it and as
+// kubelet's AtomicWriter (projected, configMap and secret volumes) relies on: os.Lstat says it is
+// a link (also when its target is gone), os.Readlink gives its target as made (relative or
+// absolute), and os.RemoveAll of a folder holding links removes the links and not what they
+// lead to. Under Wine 8, which reports a Unix link as its target, hack/wine/winesymlink.c makes
+// the calls Go uses answer so.
+func TestSymlinkReparsePoint(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "outside")
+	if err := os.Mkdir(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "keep.txt"), []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The volume's layout: ..data → a timestamped folder, each file a link through ..data, and a
+	// link to a folder outside the volume.
+	vol := filepath.Join(dir, "volume")
+	ts := filepath.Join(vol, "..2026_11_27_04_00_00.1")
+	if err := os.MkdirAll(ts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ts, "token"), []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{
+		"..data":  "..2026_11_27_04_00_00.1",
+		"token":   `..data\token`,
+		"outside": outside,
+		"gone":    "..no-such-folder",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(vol, name)); err != nil {
+			t.Fatalf("os.Symlink(%q, %s): %v", target, name, err)
+		}
+	}
+	for name, target := range links {
+		p := filepath.Join(vol, name)
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("os.Lstat(%s): %v, %v; want a symbolic link", name, fi, err)
+		} else if fi.IsDir() {
+			t.Errorf("os.Lstat(%s): IsDir; a link is not a folder to Lstat", name)
+		}
+		if got, err := os.Readlink(p); err != nil || got != target {
+			t.Errorf("os.Readlink(%s): %q, %v; want %q", name, got, err, target)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(vol, "token")); err != nil || string(b) != "secret" {
+		t.Errorf("token through two links: %q, %v", b, err)
+	}
+	if fi, err := os.Stat(filepath.Join(vol, "..data")); err != nil || !fi.IsDir() {
+		t.Errorf("os.Stat(..data) follows it to a folder: %v, %v", fi, err)
+	}
+	// Replace ..data, as AtomicWriter does on Windows: remove the link, make it again.
+	if err := os.Remove(filepath.Join(vol, "..data")); err != nil {
+		t.Fatalf("os.Remove(..data): %v", err)
+	}
+	if _, err := os.Stat(ts); err != nil {
+		t.Errorf("the timestamped folder after its link was removed: %v", err)
+	}
+	if err := os.Symlink("..2026_11_27_04_00_00.1", filepath.Join(vol, "..data")); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.RemoveAll(vol); err != nil {
+		var left []string
+		filepath.Walk(vol, func(p string, fi os.FileInfo, err error) error {
+			if fi != nil {
+				left = append(left, fmt.Sprintf("%s (%v)", p, fi.Mode()))
+			}
+			return nil
+		})
+		t.Fatalf("os.RemoveAll of the volume: %v; left: %q", err, left)
+	}
+	if _, err := os.Lstat(vol); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the volume after os.RemoveAll: %v, want it gone", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(outside, "keep.txt")); err != nil || string(b) != "keep me" {
+		t.Errorf("the folder a removed link led to: %q, %v; want it untouched", b, err)
 	}
 }
