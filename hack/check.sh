@@ -15,6 +15,8 @@
 #   node: containerd 2.4.2's and 1.7.35's Windows builds, their CRI,
 #   under Wine, each on a fresh node                                    make test-winnode-2, -1.7
 #   the same suite with the shim sandboxer (containerd 2.x's sandbox API) make test-winnode-2-shim
+#   kubelet.exe standalone on an emulated node (a static pod, its figures) make test-winnode-kubelet
+#   a Kubernetes cluster with the emulated node, test/k8s, 2.x and 1.7     make test-cluster
 #   end-to-end suites against containerd 2.x and 1.7                     make e2e
 #   the soak and fault suite, CI variant, containerd 2.x and 1.7         make soak
 #
@@ -64,6 +66,12 @@ step test-winnode-containerd-2 make test-winnode-2
 step test-winnode-containerd-1.7 make test-winnode-1.7
 # containerd 2.x's sandbox API: pods without a pause container, served by the shim.
 step test-winnode-containerd-2-shim make test-winnode-2-shim
+# kubelet.exe (the Windows build, hack/tools.sh kubelet) standalone on an emulated node.
+step test-winnode-kubelet make test-winnode-kubelet
+# The Kubernetes cluster: a Linux control plane and the emulated node joined (hack/tools.sh
+# kubernetes builds it once, cached), test/k8s through the API server, containerd 2.x and 1.7.
+step test-cluster-containerd-2 make test-cluster
+step test-cluster-containerd-1.7 env RUNHCS_CLUSTER_CONTAINERD=1.7 make test-cluster
 step e2e-containerd-2 make e2e-2
 step e2e-containerd-1.7 make e2e-1.7
 step soak make soak
