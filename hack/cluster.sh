@@ -32,7 +32,7 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 node=winnode-1
-elapsed() { echo "$(date +%s.%N) - $1" | bc; }
+elapsed() { awk -v t0="$1" -v t1="$(date +%s.%N)" 'BEGIN { printf "%.2f", t1 - t0 }'; }
 case "${cmd}" in
 up)
 	case "${containerd}" in
