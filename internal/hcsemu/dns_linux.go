@@ -6,6 +6,7 @@ import (
 	"path"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
 // writeResolvConfLocked writes ResolvConfFile into a container's volume from the DNS settings
@@ -31,7 +32,7 @@ func (s *system) writeResolvConfLocked() error {
 		search = c.Networking.DnsSearchList
 	}
 	if err := s.vol.writeFile(resolvConfRel, []byte(resolvConf(adapters, search))); err != nil {
-		return errorf(computecore.E_FAIL, "compute system %q: write %s: %v", s.id, ResolvConfFile, err)
+		return hresult.Errorf(computecore.E_FAIL, "compute system %q: write %s: %v", s.id, ResolvConfFile, err)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
@@ -270,7 +271,7 @@ func statDirOrFile(p string) error {
 // left behind when it fails.
 func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscriber) (wire.SystemReply, error) {
 	if id == "" {
-		return wire.SystemReply{}, errorf(computecore.E_INVALIDARG, "id: a compute system needs an id")
+		return wire.SystemReply{}, hresult.Errorf(computecore.E_INVALIDARG, "id: a compute system needs an id")
 	}
 	cs, err := validateComputeSystem(doc, e.hostCPUs, e.statPath, e.statSource, hostPathsOf(ctx))
 	if err != nil {
@@ -291,7 +292,7 @@ func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscribe
 		s.volPath = cs.Container.Storage.Path
 		if target, ok, err := e.storage.resolve(s.volPath); ok {
 			if err != nil {
-				return wire.SystemReply{}, errorf(computecore.E_PATH_NOT_FOUND, "Container.Storage.Path: %q: %v", s.volPath, err)
+				return wire.SystemReply{}, hresult.Errorf(computecore.E_PATH_NOT_FOUND, "Container.Storage.Path: %q: %v", s.volPath, err)
 			}
 			s.volPath = target
 		}
@@ -300,11 +301,11 @@ func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscribe
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return wire.SystemReply{}, errorf(computecore.HCS_E_SERVICE_NOT_AVAILABLE, "the HCS emulator is shutting down")
+		return wire.SystemReply{}, hresult.Errorf(computecore.HCS_E_SERVICE_NOT_AVAILABLE, "the HCS emulator is shutting down")
 	}
 	if _, ok := e.systems[id]; ok {
 		e.mu.Unlock()
-		return wire.SystemReply{}, errorf(computecore.HCS_E_SYSTEM_ALREADY_EXISTS, "a compute system with id %q already exists", id)
+		return wire.SystemReply{}, hresult.Errorf(computecore.HCS_E_SYSTEM_ALREADY_EXISTS, "a compute system with id %q already exists", id)
 	}
 	// Locking a mutex nobody else can have yet never blocks; holding it while the system is
 	// set up makes concurrent openers of this id wait for the outcome.
@@ -333,7 +334,7 @@ func (s *system) setupLocked(ctx context.Context) error {
 	}
 	cg, err := s.e.cg.create(s.id)
 	if err != nil {
-		return errorf(computecore.E_FAIL, "compute system %q: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "compute system %q: %v", s.id, err)
 	}
 	s.cg = cg
 	if s.doc.VirtualMachine != nil {
@@ -363,12 +364,12 @@ func (s *system) setupContainerLocked(ctx context.Context) error {
 	}
 	if c.Processor != nil {
 		if err := cg.setProcessor(c.Processor.Count, c.Processor.Maximum, c.Processor.Weight, s.cpusLocked()); err != nil {
-			return errorf(computecore.E_FAIL, "compute system %q: Container.Processor: %v", s.id, err)
+			return hresult.Errorf(computecore.E_FAIL, "compute system %q: Container.Processor: %v", s.id, err)
 		}
 	}
 	if c.Memory != nil {
 		if err := cg.setMemory(c.Memory.SizeInMB); err != nil {
-			return errorf(computecore.E_INVALIDARG, "compute system %q: Container.Memory.SizeInMB: %v", s.id, err)
+			return hresult.Errorf(computecore.E_INVALIDARG, "compute system %q: Container.Memory.SizeInMB: %v", s.id, err)
 		}
 	}
 	if n := c.Networking; n != nil && n.Namespace != "" {
@@ -378,7 +379,7 @@ func (s *system) setupContainerLocked(ctx context.Context) error {
 		}
 		s.netnsID = n.Namespace
 		if s.netns, err = os.Open(path); err != nil {
-			return errorf(computecore.E_FAIL, "Container.Networking.Namespace: %q: %v", n.Namespace, err)
+			return hresult.Errorf(computecore.E_FAIL, "Container.Networking.Namespace: %q: %v", n.Namespace, err)
 		}
 	} else if n != nil && len(n.NetworkAdapters) > 0 {
 		id, path, err := s.e.hns.systemNamespace(ctx, s.id, n.NetworkAdapters, func(i int) string {
@@ -389,13 +390,13 @@ func (s *system) setupContainerLocked(ctx context.Context) error {
 		}
 		s.netnsID, s.ownNetns = id, true
 		if s.netns, err = os.Open(path); err != nil {
-			return errorf(computecore.E_FAIL, "Container.Networking.NetworkAdapters: the container's namespace %s: %v", id, err)
+			return hresult.Errorf(computecore.E_FAIL, "Container.Networking.NetworkAdapters: the container's namespace %s: %v", id, err)
 		}
 	}
 	if s.volPath != "" {
 		v, err := openVolume(s.volPath)
 		if err != nil {
-			return errorf(computecore.E_PATH_NOT_FOUND, "Container.Storage.Path: %q: %v", s.volPath, err)
+			return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "Container.Storage.Path: %q: %v", s.volPath, err)
 		}
 		s.vol = v
 		for i, md := range c.MappedDirectories {
@@ -441,7 +442,7 @@ func (e *Engine) lookup(ref wire.SystemRef) (*system, error) {
 		}
 		s.mu.Unlock()
 	}
-	return nil, errorf(computecore.HCS_E_SYSTEM_NOT_FOUND, "compute system %q not found", ref.ID)
+	return nil, hresult.Errorf(computecore.HCS_E_SYSTEM_NOT_FOUND, "compute system %q not found", ref.ID)
 }
 
 func (s *system) exitDocLocked() string {
@@ -615,7 +616,7 @@ func (s *system) liveLocked() []*process {
 // Start starts a created system.
 func (e *Engine) Start(ctx context.Context, ref wire.SystemRef, options string) error {
 	var opts map[string]any
-	if err := decodeOptional(options, &opts, "start options"); err != nil {
+	if err := hresult.DecodeOptional(options, &opts, "start options"); err != nil {
 		return err
 	}
 	s, err := e.lookup(ref)
@@ -631,7 +632,7 @@ func (e *Engine) Start(ctx context.Context, ref wire.SystemRef, options string) 
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
-				return errorf(computecore.E_CANCELLED, "start of VM %q: cancelled during an injected boot delay: %v", ref.ID, ctx.Err())
+				return hresult.Errorf(computecore.E_CANCELLED, "start of VM %q: cancelled during an injected boot delay: %v", ref.ID, ctx.Err())
 			}
 			if s, err = e.lookup(ref); err != nil {
 				return err
@@ -666,7 +667,7 @@ func (e *Engine) Start(ctx context.Context, ref wire.SystemRef, options string) 
 // Pause freezes a running system.
 func (e *Engine) Pause(ctx context.Context, ref wire.SystemRef, options string) error {
 	var opts map[string]any
-	if err := decodeOptional(options, &opts, "pause options"); err != nil {
+	if err := hresult.DecodeOptional(options, &opts, "pause options"); err != nil {
 		return err
 	}
 	s, err := e.lookup(ref)
@@ -680,7 +681,7 @@ func (e *Engine) Pause(ctx context.Context, ref wire.SystemRef, options string) 
 	}
 	if err := s.cg.freeze(ctx); err != nil {
 		s.cg.thaw(context.WithoutCancel(ctx))
-		return errorf(computecore.E_FAIL, "pause compute system %q: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "pause compute system %q: %v", s.id, err)
 	}
 	s.state = to
 	return nil
@@ -689,7 +690,7 @@ func (e *Engine) Pause(ctx context.Context, ref wire.SystemRef, options string) 
 // Resume thaws a paused system.
 func (e *Engine) Resume(ctx context.Context, ref wire.SystemRef, options string) error {
 	var opts map[string]any
-	if err := decodeOptional(options, &opts, "resume options"); err != nil {
+	if err := hresult.DecodeOptional(options, &opts, "resume options"); err != nil {
 		return err
 	}
 	s, err := e.lookup(ref)
@@ -702,7 +703,7 @@ func (e *Engine) Resume(ctx context.Context, ref wire.SystemRef, options string)
 		return err
 	}
 	if err := s.cg.thaw(ctx); err != nil {
-		return errorf(computecore.E_FAIL, "resume compute system %q: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "resume compute system %q: %v", s.id, err)
 	}
 	s.state = to
 	return nil
@@ -711,7 +712,7 @@ func (e *Engine) Resume(ctx context.Context, ref wire.SystemRef, options string)
 // Terminate stops a system at once, killing its processes.
 func (e *Engine) Terminate(ctx context.Context, ref wire.SystemRef, options string) error {
 	var opts map[string]any
-	if err := decodeOptional(options, &opts, "terminate options"); err != nil {
+	if err := hresult.DecodeOptional(options, &opts, "terminate options"); err != nil {
 		return err
 	}
 	s, err := e.lookup(ref)
@@ -730,7 +731,7 @@ func (e *Engine) Terminate(ctx context.Context, ref wire.SystemRef, options stri
 // for the system to stop (a container stops with its last process), then terminates it.
 func (e *Engine) Shutdown(ctx context.Context, ref wire.SystemRef, options string) error {
 	var opts map[string]any
-	if err := decodeOptional(options, &opts, "shutdown options"); err != nil {
+	if err := hresult.DecodeOptional(options, &opts, "shutdown options"); err != nil {
 		return err
 	}
 	s, err := e.lookup(ref)
@@ -765,7 +766,7 @@ func (e *Engine) Shutdown(ctx context.Context, ref wire.SystemRef, options strin
 	case <-stopped:
 		return nil
 	case <-ctx.Done():
-		return errorf(computecore.E_CANCELLED, "shutdown of compute system %q: %v", s.id, ctx.Err())
+		return hresult.Errorf(computecore.E_CANCELLED, "shutdown of compute system %q: %v", s.id, ctx.Err())
 	case <-t.C:
 	}
 	s.mu.Lock()
@@ -799,12 +800,12 @@ func (s *system) basicLocked() schema2.Properties {
 // from the system's cgroups when asked.
 func (e *Engine) Properties(ctx context.Context, ref wire.SystemRef, query string) (string, error) {
 	var q schema2.PropertyQuery
-	if err := decodeOptional(query, &q, "PropertyQuery"); err != nil {
+	if err := hresult.DecodeOptional(query, &q, "PropertyQuery"); err != nil {
 		return "", err
 	}
 	for i, t := range q.PropertyTypes {
 		if !knownSystemProperty(t) {
-			return "", errorf(computecore.E_INVALIDARG, "PropertyTypes[%d]: %q is not a property type", i, t)
+			return "", hresult.Errorf(computecore.E_INVALIDARG, "PropertyTypes[%d]: %q is not a property type", i, t)
 		}
 	}
 	s, err := e.lookup(ref)
@@ -862,7 +863,7 @@ func (s *system) statisticsLocked() *schema2.Statistics {
 // SystemQuery matches, as a JSON array.
 func (e *Engine) Enumerate(ctx context.Context, query string) (string, error) {
 	var q schema2.SystemQuery
-	if err := decodeOptional(query, &q, "SystemQuery"); err != nil {
+	if err := hresult.DecodeOptional(query, &q, "SystemQuery"); err != nil {
 		return "", err
 	}
 	out := []schema2.Properties{}
@@ -913,12 +914,12 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 		return e.modifyV1(ctx, ref, doc)
 	}
 	var req schema2.ModifySettingRequest
-	if err := decodeDocument(doc, &req, "ModifySettingRequest"); err != nil {
+	if err := hresult.Decode(doc, &req, "ModifySettingRequest"); err != nil {
 		return err
 	}
 	settings, err := json.Marshal(req.Settings)
 	if err != nil {
-		return errorf(computecore.HCS_E_INVALID_JSON, "Settings: %v", err)
+		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "Settings: %v", err)
 	}
 	s, err := e.lookup(ref)
 	if err != nil {
@@ -926,23 +927,23 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 	}
 	defer s.mu.Unlock()
 	if s.state == schema2.StateStopped {
-		return errorf(computecore.HCS_E_INVALID_STATE, "modify compute system %q: it has stopped", s.id)
+		return hresult.Errorf(computecore.HCS_E_INVALID_STATE, "modify compute system %q: it has stopped", s.id)
 	}
 	if s.vm != nil {
 		return s.modifyVMLocked(ctx, &req)
 	}
 	if s.doc.Container == nil {
-		return errorf(computecore.E_NOT_SUPPORTED, "ResourcePath: %q: the emulator modifies containers only", req.ResourcePath)
+		return hresult.Errorf(computecore.E_NOT_SUPPORTED, "ResourcePath: %q: the emulator modifies containers only", req.ResourcePath)
 	}
 	if req.GuestRequest != nil {
 		// Assumption: a guest request goes to a utility VM's guest; a container has none.
-		return errorf(computecore.E_INVALIDARG, "GuestRequest: compute system %q is not a utility VM", s.id)
+		return hresult.Errorf(computecore.E_INVALIDARG, "GuestRequest: compute system %q is not a utility VM", s.id)
 	}
 	wantType := func(types ...schema2.RequestType) error {
 		if slices.Contains(types, req.RequestType) {
 			return nil
 		}
-		return errorf(computecore.E_INVALIDARG, "RequestType: %q is not valid for ResourcePath %q", req.RequestType, req.ResourcePath)
+		return hresult.Errorf(computecore.E_INVALIDARG, "RequestType: %q is not valid for ResourcePath %q", req.RequestType, req.ResourcePath)
 	}
 	switch req.ResourcePath {
 	case schema2.ResourcePathContainerProcessor:
@@ -950,14 +951,14 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 			return err
 		}
 		var p schema2.Processor
-		if err := decodeDocument(string(settings), &p, "Settings"); err != nil {
+		if err := hresult.Decode(string(settings), &p, "Settings"); err != nil {
 			return err
 		}
 		if err := ValidateProcessor("Settings", &p, e.hostCPUs); err != nil {
 			return err
 		}
 		if err := s.cg.setProcessor(p.Count, p.Maximum, p.Weight, e.hostCPUs); err != nil {
-			return errorf(computecore.E_FAIL, "compute system %q: %v", s.id, err)
+			return hresult.Errorf(computecore.E_FAIL, "compute system %q: %v", s.id, err)
 		}
 		s.doc.Container.Processor = &p
 	case schema2.ResourcePathContainerMemory:
@@ -965,12 +966,12 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 			return err
 		}
 		var mb uint64
-		if err := decodeDocument(string(settings), &mb, "Settings"); err != nil {
+		if err := hresult.Decode(string(settings), &mb, "Settings"); err != nil {
 			return err
 		}
 		if err := s.cg.setMemory(mb); err != nil {
 			// The kernel refuses a limit below what the group already uses.
-			return errorf(computecore.E_INVALIDARG, "Settings: memory limit of %d MiB for compute system %q: %v", mb, s.id, err)
+			return hresult.Errorf(computecore.E_INVALIDARG, "Settings: memory limit of %d MiB for compute system %q: %v", mb, s.id, err)
 		}
 		s.doc.Container.Memory = &schema2.Memory{SizeInMB: mb}
 	case schema2.ResourcePathContainerMappedPipes:
@@ -979,11 +980,11 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 			return err
 		}
 		var mp schema2.MappedPipe
-		if err := decodeDocument(string(settings), &mp, "Settings"); err != nil {
+		if err := hresult.Decode(string(settings), &mp, "Settings"); err != nil {
 			return err
 		}
 		if s.hosted != nil {
-			return errorf(computecore.E_NOTIMPL, "ResourcePath: %q: pipes of a container in a utility VM are the VM's (VirtualMachine/Devices/MappedPipes) and named in its document; the emulator does not add them later", req.ResourcePath)
+			return hresult.Errorf(computecore.E_NOTIMPL, "ResourcePath: %q: pipes of a container in a utility VM are the VM's (VirtualMachine/Devices/MappedPipes) and named in its document; the emulator does not add them later", req.ResourcePath)
 		}
 		if req.RequestType == schema2.RequestTypeRemove {
 			return s.removePipeLocked(mp)
@@ -997,11 +998,11 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 			return err
 		}
 		var md schema2.MappedDirectory
-		if err := decodeDocument(string(settings), &md, "Settings"); err != nil {
+		if err := hresult.Decode(string(settings), &md, "Settings"); err != nil {
 			return err
 		}
 		if s.vol == nil {
-			return errorf(computecore.E_NOT_SUPPORTED, "compute system %q has no storage to map directories into", s.id)
+			return hresult.Errorf(computecore.E_NOT_SUPPORTED, "compute system %q has no storage to map directories into", s.id)
 		}
 		if req.RequestType == schema2.RequestTypeAdd {
 			if s.hosted != nil {
@@ -1018,7 +1019,7 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 		}
 		return s.unmapLocked(ctx, md.ContainerPath)
 	default:
-		return errorf(computecore.E_INVALIDARG, "ResourcePath: %q is not supported by the emulator", req.ResourcePath)
+		return hresult.Errorf(computecore.E_INVALIDARG, "ResourcePath: %q is not supported by the emulator", req.ResourcePath)
 	}
 	return nil
 }
@@ -1027,7 +1028,7 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 // means Basic.
 func (e *Engine) ServiceProperties(ctx context.Context, query string) (string, error) {
 	var q schema2.PropertyQuery
-	if err := decodeOptional(query, &q, "PropertyQuery"); err != nil {
+	if err := hresult.DecodeOptional(query, &q, "PropertyQuery"); err != nil {
 		return "", err
 	}
 	if len(q.PropertyTypes) == 0 {
@@ -1052,7 +1053,7 @@ func (e *Engine) ServiceProperties(ctx context.Context, query string) (string, e
 			continue
 		}
 		if t != schema2.PropertyTypeBasic {
-			return "", errorf(computecore.E_INVALIDARG, "PropertyTypes[%d]: %q is not a service property type", i, t)
+			return "", hresult.Errorf(computecore.E_INVALIDARG, "PropertyTypes[%d]: %q is not a service property type", i, t)
 		}
 		b, err := json.Marshal(schema2.BasicInformation{
 			// Windows Server 2022 accepts schema 2.0 through 2.5 (hcsshim's osversion
@@ -1078,7 +1079,7 @@ func (e *Engine) ModifyServiceSettings(ctx context.Context, doc string) error {
 		PropertyType schema2.PropertyType `json:"PropertyType"`
 		Settings     json.RawMessage      `json:"Settings"`
 	}
-	if err := decodeDocument(doc, &req, "ModificationRequest"); err != nil {
+	if err := hresult.Decode(doc, &req, "ModificationRequest"); err != nil {
 		return err
 	}
 	switch req.PropertyType {
@@ -1089,9 +1090,9 @@ func (e *Engine) ModifyServiceSettings(ctx context.Context, doc string) error {
 		log.G(ctx).WithField("settings", string(req.Settings)).Info("hcsemu: Container Credential Guard modified")
 		return nil
 	case "Memory", "CpuGroup", "CacheAllocation", "CacheMonitoring", "MemoryBwAllocation":
-		return errorf(computecore.E_NOTIMPL, "PropertyType=%q: not emulated", req.PropertyType)
+		return hresult.Errorf(computecore.E_NOTIMPL, "PropertyType=%q: not emulated", req.PropertyType)
 	default:
-		return errorf(computecore.E_INVALIDARG, "PropertyType=%q: not a service setting", req.PropertyType)
+		return hresult.Errorf(computecore.E_INVALIDARG, "PropertyType=%q: not a service setting", req.PropertyType)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -54,7 +55,7 @@ func faultMethod(op string) (string, error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return "", errorf(computecore.E_INVALIDARG, "fault: unknown operation %q: want one of %s or a wire method name", op, strings.Join(names, ", "))
+	return "", hresult.Errorf(computecore.E_INVALIDARG, "fault: unknown operation %q: want one of %s or a wire method name", op, strings.Join(names, ", "))
 }
 
 func isFaultMethod(method string) bool { return strings.HasPrefix(method, "Fault") }
@@ -81,7 +82,7 @@ func (fs *faults) before(ctx context.Context, method string) error {
 		case <-ctx.Done():
 			t.Stop()
 			fs.unwait(st)
-			return errorf(computecore.E_CANCELLED, "%s: cancelled during an injected delay: %v", method, ctx.Err())
+			return hresult.Errorf(computecore.E_CANCELLED, "%s: cancelled during an injected delay: %v", method, ctx.Err())
 		}
 	}
 	if st != nil {
@@ -97,7 +98,7 @@ func (fs *faults) before(ctx context.Context, method string) error {
 		case <-timeout:
 		case <-ctx.Done():
 			fs.unwait(st)
-			return errorf(computecore.E_CANCELLED, "%s: cancelled while stalled by fault injection: %v", method, ctx.Err())
+			return hresult.Errorf(computecore.E_CANCELLED, "%s: cancelled while stalled by fault injection: %v", method, ctx.Err())
 		}
 		fs.unwait(st)
 	}
@@ -114,7 +115,7 @@ func (fs *faults) before(ctx context.Context, method string) error {
 			delete(fs.fails, method)
 		}
 	}
-	return errorf(f.hr, "%s: failed by fault injection", method)
+	return hresult.Errorf(f.hr, "%s: failed by fault injection", method)
 }
 
 func (fs *faults) unwait(st *stall) {
@@ -134,7 +135,7 @@ func (fs *faults) setStall(op string, d time.Duration) error {
 		return err
 	}
 	if d < 0 {
-		return errorf(computecore.E_INVALIDARG, "fault: stall %s: negative duration %v", op, d)
+		return hresult.Errorf(computecore.E_INVALIDARG, "fault: stall %s: negative duration %v", op, d)
 	}
 	st := &stall{op: op, released: make(chan struct{})}
 	if d > 0 {
@@ -169,7 +170,7 @@ func (fs *faults) release(op string) error {
 	}
 	st := fs.stalls[m]
 	if st == nil {
-		return errorf(computecore.E_INVALIDARG, "fault: release %s: no stall of %s is active", op, m)
+		return hresult.Errorf(computecore.E_INVALIDARG, "fault: release %s: no stall of %s is active", op, m)
 	}
 	close(st.released)
 	delete(fs.stalls, m)
@@ -183,10 +184,10 @@ func (fs *faults) setFail(op string, hr computecore.HRESULT, count int) error {
 		return err
 	}
 	if hr == 0 || int32(hr) >= 0 {
-		return errorf(computecore.E_INVALIDARG, "fault: fail %s: HRESULT %#x is not a failure", op, uint32(hr))
+		return hresult.Errorf(computecore.E_INVALIDARG, "fault: fail %s: HRESULT %#x is not a failure", op, uint32(hr))
 	}
 	if count < 0 {
-		return errorf(computecore.E_INVALIDARG, "fault: fail %s: negative count %d", op, count)
+		return hresult.Errorf(computecore.E_INVALIDARG, "fault: fail %s: negative count %d", op, count)
 	}
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -199,7 +200,7 @@ func (fs *faults) setFail(op string, hr computecore.HRESULT, count int) error {
 
 func (fs *faults) setDelay(d time.Duration) error {
 	if d < 0 {
-		return errorf(computecore.E_INVALIDARG, "fault: delay: negative duration %v", d)
+		return hresult.Errorf(computecore.E_INVALIDARG, "fault: delay: negative duration %v", d)
 	}
 	fs.mu.Lock()
 	fs.delay = d
@@ -287,7 +288,7 @@ func (e *Engine) Crash(ctx context.Context, id string) error {
 	}
 	defer s.mu.Unlock()
 	if s.state == schema2.StateStopped {
-		return errorf(computecore.HCS_E_INVALID_STATE, "fault: crash %q: the compute system is already stopped", id)
+		return hresult.Errorf(computecore.HCS_E_INVALID_STATE, "fault: crash %q: the compute system is already stopped", id)
 	}
 	s.stopLocked(ctx, schema2.NotificationUnexpectedExit)
 	log.G(ctx).WithField("system", id).Warn("hcsemu: compute system crashed by fault injection")

@@ -14,6 +14,7 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/computenetwork"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
@@ -26,7 +27,7 @@ func hrOf(err error) computecore.HRESULT {
 	if err == nil {
 		return 0
 	}
-	return AsError(err).HResult
+	return hresult.As(err).HResult
 }
 
 // TestV1NetworkModify checks HCS v1's Network modify request, hcsshim's HotAttachEndpoint and
@@ -104,7 +105,7 @@ func TestV1NetworkModify(t *testing.T) {
 		{"remove from a container without a namespace", bare, v1NetworkRequest("Remove", epID), computecore.HRESULT(computenetwork.HCN_E_ENDPOINT_NOT_FOUND), "not attached"},
 	} {
 		err := modifyOn(c.sys, c.doc)
-		if e := AsError(err); err == nil || e.HResult != c.hr || !strings.Contains(err.Error(), c.want) {
+		if e := hresult.As(err); err == nil || e.HResult != c.hr || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want %v naming %q", c.name, err, c.hr, c.want)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/computenetwork"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
@@ -199,8 +200,8 @@ func newHNS(dp hnsDataplane, build uint32) *hnsState {
 }
 
 // HRESULT helpers: HCN codes are carried in the engine's computecore.HRESULT.
-func hcnErrorf(hr computenetwork.HRESULT, format string, args ...any) *Error {
-	return errorf(computecore.HRESULT(hr), format, args...)
+func hcnErrorf(hr computenetwork.HRESULT, format string, args ...any) *hresult.Error {
+	return hresult.Errorf(computecore.HRESULT(hr), format, args...)
 }
 
 // canonicalGUID checks and normalises an id given as a string (documents, args).
@@ -238,7 +239,7 @@ func pickID(argID, docID string) (string, error) {
 	case d != "":
 		return d, nil
 	}
-	return newGUID(), nil
+	return hresult.NewGUID(), nil
 }
 
 func checkSchemaVersion(v hcn.Version) error {
@@ -251,8 +252,8 @@ func checkSchemaVersion(v hcn.Version) error {
 // hcnDecode decodes an HCN document strictly (as decodeDocument does HCS's), with HCN's
 // HRESULT for bad JSON.
 func hcnDecode(doc string, v any, what string) error {
-	if err := decodeDocument(doc, v, what); err != nil {
-		e := AsError(err)
+	if err := hresult.Decode(doc, v, what); err != nil {
+		e := hresult.As(err)
 		if e.HResult == computecore.HCS_E_INVALID_JSON {
 			e = hcnErrorf(computenetwork.HCN_E_INVALID_JSON, "%s", e.Message)
 		}
@@ -1099,8 +1100,8 @@ func (h *hnsState) joinContainer(nsID, system string) (string, error) {
 	defer h.mu.Unlock()
 	ns, err := h.namespace(nsID)
 	if err != nil {
-		e := AsError(err)
-		return "", &Error{HResult: e.HResult, Message: "Container.Networking.Namespace: " + e.Message}
+		e := hresult.As(err)
+		return "", &hresult.Error{HResult: e.HResult, Message: "Container.Networking.Namespace: " + e.Message}
 	}
 	ns.containers = append(ns.containers, system)
 	return h.dp.netnsPath(ns), nil
@@ -1127,8 +1128,8 @@ func (h *hnsState) systemNamespace(ctx context.Context, system string, endpoints
 		field := field(i)
 		ep, err := h.endpoint(id)
 		if err != nil {
-			e := AsError(err)
-			return "", "", &Error{HResult: e.HResult, Message: field + ": " + e.Message}
+			e := hresult.As(err)
+			return "", "", &hresult.Error{HResult: e.HResult, Message: field + ": " + e.Message}
 		}
 		switch {
 		case slices.Contains(eps, ep):
@@ -1140,15 +1141,15 @@ func (h *hnsState) systemNamespace(ctx context.Context, system string, endpoints
 		}
 		eps = append(eps, ep)
 	}
-	ns, err := h.newNamespaceLocked(ctx, hcn.HostComputeNamespace{Id: newGUID(), Type: hcn.NamespaceHost})
+	ns, err := h.newNamespaceLocked(ctx, hcn.HostComputeNamespace{Id: hresult.NewGUID(), Type: hcn.NamespaceHost})
 	if err != nil {
 		return "", "", err
 	}
 	for i, ep := range eps {
 		if err := h.attachLocked(ctx, ep, ns); err != nil {
 			h.deleteNamespaceLocked(ctx, ns)
-			e := AsError(err)
-			return "", "", &Error{HResult: e.HResult, Message: field(i) + ": " + e.Message}
+			e := hresult.As(err)
+			return "", "", &hresult.Error{HResult: e.HResult, Message: field(i) + ": " + e.Message}
 		}
 	}
 	ns.containers = append(ns.containers, system)
@@ -1217,18 +1218,18 @@ func (h *hnsState) systemEndpoint(ctx context.Context, nsID, system, epID string
 	defer h.mu.Unlock()
 	ns, err := h.namespace(nsID)
 	if err != nil {
-		e := AsError(err)
-		return &Error{HResult: e.HResult, Message: fmt.Sprintf("the network namespace of compute system %q: %s", system, e.Message)}
+		e := hresult.As(err)
+		return &hresult.Error{HResult: e.HResult, Message: fmt.Sprintf("the network namespace of compute system %q: %s", system, e.Message)}
 	}
 	ep, err := h.endpoint(epID)
 	if err != nil {
-		e := AsError(err)
-		return &Error{HResult: e.HResult, Message: "Settings: " + e.Message}
+		e := hresult.As(err)
+		return &hresult.Error{HResult: e.HResult, Message: "Settings: " + e.Message}
 	}
 	if add {
 		if err := h.attachLocked(ctx, ep, ns); err != nil {
-			e := AsError(err)
-			return &Error{HResult: e.HResult, Message: strings.Replace(e.Message, "Settings.EndpointId:", "Settings:", 1)}
+			e := hresult.As(err)
+			return &hresult.Error{HResult: e.HResult, Message: strings.Replace(e.Message, "Settings.EndpointId:", "Settings:", 1)}
 		}
 		return nil
 	}
@@ -1350,7 +1351,7 @@ func knownField(doc any, field string) bool {
 var jsonFieldNames = func() map[string]struct{} {
 	m := map[string]struct{}{}
 	add := func(prefix string, v any) {
-		for k := range jsonFields(reflectType(v)) {
+		for _, k := range hresult.FieldNames(reflectType(v)) {
 			m[prefix+"."+k] = struct{}{}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/openhcs/runhcs/internal/computenetwork"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
@@ -89,7 +90,7 @@ func networkDoc(name, subnet, gw string) string {
 
 func wantHRESULT(t *testing.T, err error, hr computenetwork.HRESULT, field string) {
 	t.Helper()
-	e := AsError(err)
+	e := hresult.As(err)
 	if err == nil || uint32(e.HResult) != uint32(hr) {
 		t.Fatalf("error %v, want %v", err, hr)
 	}
@@ -275,7 +276,7 @@ func TestHNSQueries(t *testing.T) {
 	if !strings.Contains(out, `"Success":false`) || !strings.Contains(out, "/nowhere/") {
 		t.Errorf("unknown path: %s", out)
 	}
-	if err := errors.Unwrap(AsError(h.DeleteEndpoint(ctx, "6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11"))); err == nil {
+	if err := errors.Unwrap(hresult.As(h.DeleteEndpoint(ctx, "6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11"))); err == nil {
 		t.Error("delete of an unknown endpoint succeeded")
 	}
 }

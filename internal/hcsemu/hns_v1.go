@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/openhcs/runhcs/internal/computenetwork"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
@@ -28,7 +29,7 @@ var hnsVersion = hcn.Version{Major: 13, Minor: 2}
 func (h *hnsState) HNSCall(ctx context.Context, method, path, request string) string {
 	out, err := h.hnsCall(ctx, strings.ToUpper(method), path, request)
 	if err != nil {
-		e := AsError(err)
+		e := hresult.As(err)
 		b, _ := json.Marshal(hcn.Response{Success: false, Error: e.Message})
 		return string(b)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/openhcs/runhcs/internal/computenetwork"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
@@ -42,8 +43,8 @@ func (h *hnsState) attachVMNIC(ctx context.Context, field, vm, nic, netns, epID,
 	}
 	ep, err := h.endpoint(epID)
 	if err != nil {
-		e := AsError(err)
-		return &Error{HResult: e.HResult, Message: field + ".EndpointId: " + e.Message}
+		e := hresult.As(err)
+		return &hresult.Error{HResult: e.HResult, Message: field + ".EndpointId: " + e.Message}
 	}
 	switch {
 	case ep.remote():

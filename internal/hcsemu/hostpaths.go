@@ -8,6 +8,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -24,7 +25,7 @@ type hostPaths struct {
 // newHostPaths checks a ClientPaths request's args.
 func newHostPaths(a wire.ClientPathsArgs) (*hostPaths, error) {
 	if a.DosDevices == "" {
-		return nil, errorf(computecore.HCS_E_INVALID_JSON, "dosDevices: missing required field")
+		return nil, hresult.Errorf(computecore.HCS_E_INVALID_JSON, "dosDevices: missing required field")
 	}
 	if err := checkDosDevices(a.DosDevices); err != nil {
 		return nil, err
@@ -33,10 +34,10 @@ func newHostPaths(a wire.ClientPathsArgs) (*hostPaths, error) {
 	for name, drive := range a.Volumes {
 		guid, ok := volumeGUID(name)
 		if !ok {
-			return nil, errorf(computecore.E_INVALIDARG, "volumes: %q is not a volume name (\\\\?\\Volume{GUID}\\)", name)
+			return nil, hresult.Errorf(computecore.E_INVALIDARG, "volumes: %q is not a volume name (\\\\?\\Volume{GUID}\\)", name)
 		}
 		if len(drive) != 1 || drive[0]|0x20 < 'a' || drive[0]|0x20 > 'z' {
-			return nil, errorf(computecore.E_INVALIDARG, "volumes[%q]: %q is not a drive letter", name, drive)
+			return nil, hresult.Errorf(computecore.E_INVALIDARG, "volumes[%q]: %q is not a drive letter", name, drive)
 		}
 		hp.volumes[guid] = drive[0] | 0x20
 	}
@@ -106,7 +107,7 @@ func (hp *hostPaths) resolve(field, p string) (string, error) {
 		return p, nil
 	}
 	if hp == nil {
-		return "", errorf(computecore.E_INVALIDARG, "%s: %q is a Windows host path, and this client gave no drive mapping (%s)", field, p, wire.MethodClientPaths)
+		return "", hresult.Errorf(computecore.E_INVALIDARG, "%s: %q is a Windows host path, and this client gave no drive mapping (%s)", field, p, wire.MethodClientPaths)
 	}
 	var parts []string
 	for _, c := range strings.FieldsFunc(rest, func(r rune) bool { return r == '\\' || r == '/' }) {
@@ -116,7 +117,7 @@ func (hp *hostPaths) resolve(field, p string) (string, error) {
 			// Windows would stop at the drive's root; a path that tries to climb out of it
 			// is refused instead, so that no document names a folder outside the mapping.
 			if len(parts) == 0 {
-				return "", errorf(computecore.E_INVALIDARG, "%s: %q climbs above the root of drive %c:", field, p, drive-0x20)
+				return "", hresult.Errorf(computecore.E_INVALIDARG, "%s: %q climbs above the root of drive %c:", field, p, drive-0x20)
 			}
 			parts = parts[:len(parts)-1]
 		default:
@@ -125,7 +126,7 @@ func (hp *hostPaths) resolve(field, p string) (string, error) {
 	}
 	root, err := filepath.EvalSymlinks(filepath.Join(hp.dosDevices, string(drive)+":"))
 	if err != nil {
-		return "", errorf(computecore.E_PATH_NOT_FOUND, "%s: %q: drive %c: is not mapped in the client's Wine prefix (%s): %v", field, p, drive-0x20, hp.dosDevices, err)
+		return "", hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s: %q: drive %c: is not mapped in the client's Wine prefix (%s): %v", field, p, drive-0x20, hp.dosDevices, err)
 	}
 	return filepath.Join(append([]string{root}, parts...)...), nil
 }

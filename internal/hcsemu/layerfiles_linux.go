@@ -12,6 +12,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -24,31 +25,31 @@ import (
 // hcsshim.CreateScratchLayer leaves them.
 func (f *storageFilter) CreateSandbox(ctx context.Context, a wire.LayerArgs) error {
 	if !filepath.IsAbs(a.Path) {
-		return errorf(computecore.E_INVALIDARG, "Path: %q is not an absolute path", a.Path)
+		return hresult.Errorf(computecore.E_INVALIDARG, "Path: %q is not an absolute path", a.Path)
 	}
 	p := filepath.Clean(a.Path)
 	if _, err := layerFolder("Path", filepath.Dir(p)); err != nil {
 		return err
 	}
 	if len(a.Parents) == 0 {
-		return errorf(computecore.E_INVALIDARG, "Parents: a sandbox layer needs its parent layers")
+		return hresult.Errorf(computecore.E_INVALIDARG, "Parents: a sandbox layer needs its parent layers")
 	}
 	if _, err := layerParents(a.Parents); err != nil {
 		return err
 	}
 	disk := filepath.Join(p, ScratchDisk)
 	if _, err := os.Lstat(disk); err == nil {
-		return errorf(errFileExists, "Path: layer %q already has a %s", p, ScratchDisk)
+		return hresult.Errorf(errFileExists, "Path: layer %q already has a %s", p, ScratchDisk)
 	}
 	if err := os.MkdirAll(p, 0o755); err != nil {
-		return errorf(computecore.E_FAIL, "Path: creating %q: %v", p, err)
+		return hresult.Errorf(computecore.E_FAIL, "Path: creating %q: %v", p, err)
 	}
 	chain, _ := json.Marshal(a.Parents)
 	if err := atomicfile.WriteFile(filepath.Join(p, "layerchain.json"), chain, 0o644); err != nil {
-		return errorf(computecore.E_FAIL, "Path: writing the layer chain of %q: %v", p, err)
+		return hresult.Errorf(computecore.E_FAIL, "Path: writing the layer chain of %q: %v", p, err)
 	}
 	if err := writeVHDX(disk, defaultVHDXSize); err != nil {
-		return errorf(computecore.E_FAIL, "Path: creating %s: %v", disk, err)
+		return hresult.Errorf(computecore.E_FAIL, "Path: creating %s: %v", disk, err)
 	}
 	log.G(ctx).WithField("layer", p).Info("hcsemu: sandbox layer created")
 	return nil
@@ -68,10 +69,10 @@ func (f *storageFilter) ExpandSandbox(ctx context.Context, a wire.LayerArgs) err
 		return err
 	}
 	if a.Size < h.VirtualSize {
-		return errorf(computecore.E_INVALIDARG, "Size: %d bytes is less than the %d bytes of %s", a.Size, h.VirtualSize, disk)
+		return hresult.Errorf(computecore.E_INVALIDARG, "Size: %d bytes is less than the %d bytes of %s", a.Size, h.VirtualSize, disk)
 	}
 	if err := writeVHDX(disk, a.Size); err != nil {
-		return errorf(computecore.E_FAIL, "Size: resizing %s: %v", disk, err)
+		return hresult.Errorf(computecore.E_FAIL, "Size: resizing %s: %v", disk, err)
 	}
 	return nil
 }
@@ -84,10 +85,10 @@ func (f *storageFilter) Destroy(ctx context.Context, a wire.LayerArgs) error {
 		return err
 	}
 	if f.active(p) {
-		return errorf(errBusy, "Path: layer %q is activated", p)
+		return hresult.Errorf(errBusy, "Path: layer %q is activated", p)
 	}
 	if err := os.RemoveAll(p); err != nil {
-		return errorf(computecore.E_ACCESSDENIED, "Path: removing %q: %v", p, err)
+		return hresult.Errorf(computecore.E_ACCESSDENIED, "Path: removing %q: %v", p, err)
 	}
 	log.G(ctx).WithField("layer", p).Info("hcsemu: layer destroyed")
 	return nil
@@ -96,14 +97,14 @@ func (f *storageFilter) Destroy(ctx context.Context, a wire.LayerArgs) error {
 // Exists is LayerExists: whether the layer folder is there.
 func (f *storageFilter) Exists(ctx context.Context, a wire.LayerArgs) (wire.LayerExistsReply, error) {
 	if !filepath.IsAbs(a.Path) {
-		return wire.LayerExistsReply{}, errorf(computecore.E_INVALIDARG, "Path: %q is not an absolute path", a.Path)
+		return wire.LayerExistsReply{}, hresult.Errorf(computecore.E_INVALIDARG, "Path: %q is not an absolute path", a.Path)
 	}
 	fi, err := os.Stat(a.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return wire.LayerExistsReply{}, nil
 	}
 	if err != nil {
-		return wire.LayerExistsReply{}, errorf(computecore.E_ACCESSDENIED, "Path: %q: %v", a.Path, err)
+		return wire.LayerExistsReply{}, hresult.Errorf(computecore.E_ACCESSDENIED, "Path: %q: %v", a.Path, err)
 	}
 	return wire.LayerExistsReply{Exists: fi.IsDir()}, nil
 }
@@ -118,11 +119,11 @@ func (f *storageFilter) ProcessBaseImage(ctx context.Context, a wire.LayerArgs) 
 		return err
 	}
 	if fi, err := os.Stat(filepath.Join(p, "Files")); err != nil || !fi.IsDir() {
-		return errorf(computecore.E_PATH_NOT_FOUND, "Path: base layer %q has no Files folder", p)
+		return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "Path: base layer %q has no Files folder", p)
 	}
 	for _, n := range []string{"blank-base.vhdx", "blank.vhdx"} {
 		if err := writeVHDX(filepath.Join(p, n), defaultVHDXSize); err != nil {
-			return errorf(computecore.E_FAIL, "Path: creating %s in %q: %v", n, p, err)
+			return hresult.Errorf(computecore.E_FAIL, "Path: creating %s in %q: %v", n, p, err)
 		}
 	}
 	return nil
@@ -137,11 +138,11 @@ func (f *storageFilter) ProcessUtilityImage(ctx context.Context, a wire.LayerArg
 		return err
 	}
 	if fi, err := os.Stat(filepath.Join(p, "Files")); err != nil || !fi.IsDir() {
-		return errorf(computecore.E_PATH_NOT_FOUND, "Path: utility VM image %q has no Files folder", p)
+		return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "Path: utility VM image %q has no Files folder", p)
 	}
 	for _, n := range []string{"SystemTemplateBase.vhdx", "SystemTemplate.vhdx"} {
 		if err := writeVHDX(filepath.Join(p, n), defaultVHDXSize); err != nil {
-			return errorf(computecore.E_FAIL, "Path: creating %s in %q: %v", n, p, err)
+			return hresult.Errorf(computecore.E_FAIL, "Path: creating %s in %q: %v", n, p, err)
 		}
 	}
 	return nil
@@ -151,13 +152,13 @@ func (f *storageFilter) ProcessUtilityImage(ctx context.Context, a wire.LayerArg
 // security descriptor. The emulator has no per-VM identities; it checks what Windows would.
 func (f *storageFilter) GrantVMAccess(ctx context.Context, a wire.GrantVmAccessArgs) error {
 	if a.VMID == "" {
-		return errorf(computecore.E_INVALIDARG, "VmId: no utility VM id")
+		return hresult.Errorf(computecore.E_INVALIDARG, "VmId: no utility VM id")
 	}
 	if !filepath.IsAbs(a.Path) {
-		return errorf(computecore.E_INVALIDARG, "FilePath: %q is not an absolute path", a.Path)
+		return hresult.Errorf(computecore.E_INVALIDARG, "FilePath: %q is not an absolute path", a.Path)
 	}
 	if _, err := os.Stat(a.Path); err != nil {
-		return errorf(computecore.E_FILE_NOT_FOUND, "FilePath: %q: %v", a.Path, err)
+		return hresult.Errorf(computecore.E_FILE_NOT_FOUND, "FilePath: %q: %v", a.Path, err)
 	}
 	return nil
 }
@@ -169,5 +170,5 @@ func (f *storageFilter) NameToGUID(ctx context.Context, a wire.NameArgs) (wire.G
 
 // notEmulated answers the layer functions the emulator does not have yet, naming them.
 func notEmulated(method string) error {
-	return errorf(computecore.E_NOTIMPL, "%s: not emulated by hcsemu", method)
+	return hresult.Errorf(computecore.E_NOTIMPL, "%s: not emulated by hcsemu", method)
 }

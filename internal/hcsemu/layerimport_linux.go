@@ -25,6 +25,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 	"github.com/openhcs/runhcs/internal/wclayer"
 )
@@ -142,7 +143,7 @@ func layerParents(parents []string) ([]string, error) {
 			return nil, err
 		}
 		if err := settlePlaceholders(out[i]); err != nil {
-			return nil, errorf(computecore.E_FAIL, "%s: %v", field, err)
+			return nil, hresult.Errorf(computecore.E_FAIL, "%s: %v", field, err)
 		}
 	}
 	return out, nil
@@ -164,11 +165,11 @@ func (f *storageFilter) Import(ctx context.Context, a wire.LayerArgs) error {
 		return err
 	}
 	if f.active(dest) {
-		return errorf(errBusy, "Path: layer %q is activated", dest)
+		return hresult.Errorf(errBusy, "Path: layer %q is activated", dest)
 	}
 	for _, d := range []string{wclayer.FilesDir, wclayer.HivesDir} {
 		if _, err := os.Lstat(filepath.Join(dest, d)); err == nil {
-			return errorf(errFileExists, "Path: layer %q already has a %s folder", dest, d)
+			return hresult.Errorf(errFileExists, "Path: layer %q already has a %s folder", dest, d)
 		}
 	}
 
@@ -176,7 +177,7 @@ func (f *storageFilter) Import(ctx context.Context, a wire.LayerArgs) error {
 	// when the whole tar was read; that folder's Files and Hives then move into the layer.
 	tmp, err := os.MkdirTemp(dest, ".hcsemu-import-")
 	if err != nil {
-		return errorf(computecore.E_FAIL, "Path: %v", err)
+		return hresult.Errorf(computecore.E_FAIL, "Path: %v", err)
 	}
 	defer os.RemoveAll(tmp)
 	staged := filepath.Join(tmp, "layer")
@@ -191,10 +192,10 @@ func (f *storageFilter) Import(ctx context.Context, a wire.LayerArgs) error {
 	pr.CloseWithError(errConversionEnded)
 	cerr := <-conv
 	if cerr != nil && !errors.Is(cerr, errConversionEnded) {
-		return errorf(hresultOf(cerr), "Source: import folder %q: %v", src, cerr)
+		return hresult.Errorf(hresultOf(cerr), "Source: import folder %q: %v", src, cerr)
 	}
 	if ierr != nil {
-		return errorf(hresultOf(ierr), "Source: import folder %q: %v", src, ierr)
+		return hresult.Errorf(hresultOf(ierr), "Source: import folder %q: %v", src, ierr)
 	}
 	var moved []string
 	for _, d := range []string{wclayer.FilesDir, wclayer.HivesDir, wclayer.LayerChainFile} {
@@ -206,7 +207,7 @@ func (f *storageFilter) Import(ctx context.Context, a wire.LayerArgs) error {
 			for _, m := range moved {
 				os.RemoveAll(filepath.Join(dest, m))
 			}
-			return errorf(computecore.E_FAIL, "Path: moving the imported %s into %q: %v", d, dest, err)
+			return hresult.Errorf(computecore.E_FAIL, "Path: moving the imported %s into %q: %v", d, dest, err)
 		}
 		moved = append(moved, d)
 	}
@@ -216,7 +217,7 @@ func (f *storageFilter) Import(ctx context.Context, a wire.LayerArgs) error {
 			os.RemoveAll(filepath.Join(dest, m))
 		}
 		os.Remove(filepath.Join(dest, placeholderFile))
-		return errorf(computecore.E_FAIL, "Path: %v", err)
+		return hresult.Errorf(computecore.E_FAIL, "Path: %v", err)
 	}
 	log.G(ctx).WithFields(log.Fields{"layer": dest, "parents": len(parents), "placeholders": n}).Info("hcsemu: layer imported")
 	return nil
@@ -655,10 +656,10 @@ func (f *storageFilter) Export(ctx context.Context, a wire.LayerArgs) error {
 		return err
 	}
 	if err := settlePlaceholders(layer); err != nil {
-		return errorf(computecore.E_FAIL, "Path: %v", err)
+		return hresult.Errorf(computecore.E_FAIL, "Path: %v", err)
 	}
 	if entries, err := os.ReadDir(out); err != nil || len(entries) > 0 {
-		return errorf(errFileExists, "Source: export folder %q is not an empty folder", out)
+		return hresult.Errorf(errFileExists, "Source: export folder %q is not an empty folder", out)
 	}
 	root := layer
 	// A scratch layer's changes are on its disk: the disk's file system has Files/ (the
@@ -694,7 +695,7 @@ func (f *storageFilter) Export(ctx context.Context, a wire.LayerArgs) error {
 				os.RemoveAll(filepath.Join(out, e.Name()))
 			}
 		}
-		return errorf(hresultOf(werr), "Path: exporting layer %q: %v", layer, werr)
+		return hresult.Errorf(hresultOf(werr), "Path: exporting layer %q: %v", layer, werr)
 	}
 	log.G(ctx).WithFields(log.Fields{"layer": layer, "folder": out}).Info("hcsemu: layer exported")
 	return nil

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 	"github.com/openhcs/runhcs/internal/testenv"
 	"github.com/openhcs/runhcs/internal/wclayer"
@@ -205,7 +206,7 @@ func TestImportLayerRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := f.Import(ctx, wire.LayerArgs{Path: layer, Source: in})
-			var e *Error
+			var e *hresult.Error
 			if !errors.As(err, &e) || e.HResult != tc.hr || !strings.Contains(e.Message, want) {
 				t.Fatalf("Import = %v; want %v naming %s", err, tc.hr, want)
 			}
@@ -289,7 +290,7 @@ func TestExportSystemDelta(t *testing.T) {
 	out = filepath.Join(dir, "out-layer")
 	os.Mkdir(out, 0o755)
 	err = f.Export(ctx, wire.LayerArgs{Path: layer, Source: out})
-	var e *Error
+	var e *hresult.Error
 	if !errors.As(err, &e) || e.HResult != computecore.E_INVALIDARG || !strings.Contains(e.Message, "System_Delta") {
 		t.Fatalf("ExportLayer of a layer without hives = %v; want E_INVALIDARG naming System_Delta", err)
 	}
@@ -384,7 +385,7 @@ func TestExportLayerRefusesSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = f.Export(ctx, wire.LayerArgs{Path: layer, Source: out})
-	var e *Error
+	var e *hresult.Error
 	if !errors.As(err, &e) || e.HResult != computecore.E_NOTIMPL || !strings.Contains(e.Message, "Files/link") {
 		t.Fatalf("Export = %v; want E_NOTIMPL naming Files/link", err)
 	}

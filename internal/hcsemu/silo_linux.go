@@ -19,6 +19,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
 // A process-isolated container is a server silo on Windows: its processes see only the silo's
@@ -153,7 +154,7 @@ type silo struct {
 // procfs is mounted.
 func (s *system) startSiloLocked(ctx context.Context) error {
 	fail := func(format string, args ...any) error {
-		return errorf(computecore.E_FAIL, "start of compute system %q: "+format, append([]any{s.id}, args...)...)
+		return hresult.Errorf(computecore.E_FAIL, "start of compute system %q: "+format, append([]any{s.id}, args...)...)
 	}
 	made := false
 	fi, err := s.vol.root.Lstat(siloProcDir)
@@ -252,16 +253,16 @@ func (s *system) waitSiloReady(ctx context.Context, sl *silo) error {
 	select {
 	case got = <-line:
 	case <-ctx.Done():
-		return errorf(computecore.E_CANCELLED, "start of compute system %q: %v", s.id, ctx.Err())
+		return hresult.Errorf(computecore.E_CANCELLED, "start of compute system %q: %v", s.id, ctx.Err())
 	case <-time.After(time.Minute):
 		got = "no answer within a minute"
 	}
 	if got != "ready" {
-		return errorf(computecore.HCS_E_TERMINATED_DURING_START, "start of compute system %q: its silo init failed: %s", s.id, got)
+		return hresult.Errorf(computecore.HCS_E_TERMINATED_DURING_START, "start of compute system %q: its silo init failed: %s", s.id, got)
 	}
 	var err error
 	if sl.pid, err = os.Open(fmt.Sprintf("/proc/%d/ns/pid", sl.init.Pid)); err != nil {
-		return errorf(computecore.E_FAIL, "start of compute system %q: open its PID namespace: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "start of compute system %q: open its PID namespace: %v", s.id, err)
 	}
 	log.G(ctx).WithFields(log.Fields{"system": s.id, "init": sl.init.Pid}).Debug("hcsemu: silo init ready")
 	return nil

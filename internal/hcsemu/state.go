@@ -3,6 +3,7 @@ package hcsemu
 import (
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
 // systemOp is an operation that moves a compute system between states.
@@ -45,7 +46,7 @@ func transition(id string, from schema2.State, op systemOp) (schema2.State, erro
 		return to, nil
 	}
 	if from == schema2.StateStopped && (op == opShutdown || op == opTerminate) {
-		return from, errorf(computecore.HCS_E_SYSTEM_ALREADY_STOPPED, "%s of compute system %q: it has already stopped", op, id)
+		return from, hresult.Errorf(computecore.HCS_E_SYSTEM_ALREADY_STOPPED, "%s of compute system %q: it has already stopped", op, id)
 	}
-	return from, errorf(computecore.HCS_E_INVALID_STATE, "%s of compute system %q: not valid in state %s", op, id, from)
+	return from, hresult.Errorf(computecore.HCS_E_INVALID_STATE, "%s of compute system %q: not valid in state %s", op, id, from)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
 func TestTransition(t *testing.T) {
@@ -59,7 +60,7 @@ func TestTransition(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Errorf("error %v, want %v", err, tt.wantErr)
 			}
-			var e *Error
+			var e *hresult.Error
 			if !errors.As(err, &e) || !containsAll(e.Message, "sys1", string(tt.op)) {
 				t.Errorf("error %q does not name the system and the operation", err)
 			}

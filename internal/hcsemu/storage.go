@@ -12,6 +12,7 @@ import (
 	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/emuvhdx"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
 // The storage filter's portable half: volume paths, NameToGuid and the emulated VHDX files. The
@@ -83,7 +84,7 @@ func vhdxFileSystem(path string) (string, error) {
 	}
 	fs, err := h.FileSystemDir(path)
 	if err != nil {
-		return "", errorf(computecore.E_INVALIDARG, "virtual disk %q: %v", path, err)
+		return "", hresult.Errorf(computecore.E_INVALIDARG, "virtual disk %q: %v", path, err)
 	}
 	return fs, nil
 }
@@ -93,11 +94,11 @@ func vhdxFileSystem(path string) (string, error) {
 func readVHDX(path string) (vhdxHeader, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return vhdxHeader{}, errorf(computecore.E_FILE_NOT_FOUND, "virtual disk %q: %v", path, err)
+		return vhdxHeader{}, hresult.Errorf(computecore.E_FILE_NOT_FOUND, "virtual disk %q: %v", path, err)
 	}
 	var h vhdxHeader
 	if err := json.Unmarshal(b, &h); err != nil || h.Format != vhdxMagic {
-		return vhdxHeader{}, errorf(computecore.E_INVALIDARG, "virtual disk %q is not a virtual disk this emulator made", path)
+		return vhdxHeader{}, hresult.Errorf(computecore.E_INVALIDARG, "virtual disk %q is not a virtual disk this emulator made", path)
 	}
 	return h, nil
 }
@@ -108,10 +109,10 @@ func checkDosDevices(dir string) error {
 		return nil
 	}
 	if !filepath.IsAbs(dir) || filepath.Base(dir) != "dosdevices" {
-		return errorf(computecore.E_INVALIDARG, "DosDevices: %q is not a Wine prefix's dosdevices folder", dir)
+		return hresult.Errorf(computecore.E_INVALIDARG, "DosDevices: %q is not a Wine prefix's dosdevices folder", dir)
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return errorf(computecore.E_PATH_NOT_FOUND, "DosDevices: %q is not a folder", dir)
+		return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "DosDevices: %q is not a folder", dir)
 	}
 	return nil
 }

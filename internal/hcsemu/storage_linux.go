@@ -17,6 +17,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -125,7 +126,7 @@ func (f *storageFilter) detach(l *activeLayer) error {
 func (f *storageFilter) save(l *activeLayer) error {
 	b, _ := json.Marshal(l)
 	if err := atomicfile.WriteFile(f.record(l), b, 0o600); err != nil {
-		return errorf(computecore.E_FAIL, "recording layer %q: %v", l.Path, err)
+		return hresult.Errorf(computecore.E_FAIL, "recording layer %q: %v", l.Path, err)
 	}
 	return nil
 }
@@ -134,37 +135,37 @@ func (f *storageFilter) save(l *activeLayer) error {
 // Windows path) to an existing folder.
 func layerFolder(field, p string) (string, error) {
 	if p == "" {
-		return "", errorf(computecore.E_INVALIDARG, "%s: no layer path", field)
+		return "", hresult.Errorf(computecore.E_INVALIDARG, "%s: no layer path", field)
 	}
 	if !filepath.IsAbs(p) {
-		return "", errorf(computecore.E_INVALIDARG, "%s: %q is not an absolute path", field, p)
+		return "", hresult.Errorf(computecore.E_INVALIDARG, "%s: %q is not an absolute path", field, p)
 	}
 	p = filepath.Clean(p)
 	fi, err := os.Stat(p)
 	if err != nil {
-		return "", errorf(computecore.E_PATH_NOT_FOUND, "%s: layer folder %q: %v", field, p, err)
+		return "", hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s: layer folder %q: %v", field, p, err)
 	}
 	if !fi.IsDir() {
-		return "", errorf(computecore.E_PATH_NOT_FOUND, "%s: %q is not a folder", field, p)
+		return "", hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s: %q is not a folder", field, p)
 	}
 	// One name per folder, whatever way the caller reached it: Wine maps C:\ to
 	// <prefix>/dosdevices/c:/, a link whose name overlayfs options cannot even hold.
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return "", errorf(computecore.E_PATH_NOT_FOUND, "%s: layer folder %q: %v", field, p, err)
+		return "", hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s: layer folder %q: %v", field, p, err)
 	}
 	return real, nil
 }
 
 func (f *storageFilter) lookupLocked(path string) (*activeLayer, error) {
 	if f.closed {
-		return nil, errorf(computecore.HCS_E_SERVICE_NOT_AVAILABLE, "the HCS emulator is shutting down")
+		return nil, hresult.Errorf(computecore.HCS_E_SERVICE_NOT_AVAILABLE, "the HCS emulator is shutting down")
 	}
 	l, ok := f.layers[path]
 	if !ok {
 		// Assumption: vmcompute does not document the error for a layer that is not
 		// activated; ERROR_NOT_FOUND is the closest documented one.
-		return nil, errorf(errNotFound, "layer %q is not activated", path)
+		return nil, hresult.Errorf(errNotFound, "layer %q is not activated", path)
 	}
 	return l, nil
 }
@@ -180,17 +181,17 @@ func (f *storageFilter) Activate(ctx context.Context, a wire.LayerArgs) error {
 	}
 	// A layer just imported over parents is settled before it is used (layerimport_linux.go).
 	if err := settlePlaceholders(p); err != nil {
-		return errorf(computecore.E_FAIL, "Path: %v", err)
+		return hresult.Errorf(computecore.E_FAIL, "Path: %v", err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return errorf(computecore.HCS_E_SERVICE_NOT_AVAILABLE, "the HCS emulator is shutting down")
+		return hresult.Errorf(computecore.HCS_E_SERVICE_NOT_AVAILABLE, "the HCS emulator is shutting down")
 	}
 	if _, ok := f.layers[p]; ok {
-		return errorf(errInvalidState, "layer %q is already activated", p)
+		return hresult.Errorf(errInvalidState, "layer %q is already activated", p)
 	}
-	l := &activeLayer{Path: p, GUID: newGUID()}
+	l := &activeLayer{Path: p, GUID: hresult.NewGUID()}
 	disk := filepath.Join(p, ScratchDisk)
 	if _, err := os.Stat(disk); err == nil {
 		fs, err := vhdxFileSystem(disk)
@@ -200,7 +201,7 @@ func (f *storageFilter) Activate(ctx context.Context, a wire.LayerArgs) error {
 		l.Disk, l.DiskFS = disk, fs
 		for _, d := range []string{"Files", "work"} {
 			if err := os.MkdirAll(filepath.Join(fs, d), 0o755); err != nil {
-				return errorf(computecore.E_FAIL, "attaching %q: %v", disk, err)
+				return hresult.Errorf(computecore.E_FAIL, "attaching %q: %v", disk, err)
 			}
 		}
 	}
@@ -239,14 +240,14 @@ func (f *storageFilter) Prepare(ctx context.Context, a wire.LayerArgs) error {
 			return err
 		}
 		if err := settlePlaceholders(parents[i]); err != nil {
-			return errorf(computecore.E_FAIL, "%s: %v", field, err)
+			return hresult.Errorf(computecore.E_FAIL, "%s: %v", field, err)
 		}
 		if fi, err := os.Stat(filepath.Join(parents[i], "Files")); err != nil || !fi.IsDir() {
-			return errorf(computecore.E_PATH_NOT_FOUND, "%s: layer %q has no Files folder", field, parents[i])
+			return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s: layer %q has no Files folder", field, parents[i])
 		}
 		if strings.ContainsAny(parents[i], ":,") {
 			// Assumption-free limit of this emulator: overlayfs options cannot hold these.
-			return errorf(computecore.E_INVALIDARG, "%s: %q has a ':' or ',', which the emulator's overlayfs cannot mount", field, parents[i])
+			return hresult.Errorf(computecore.E_INVALIDARG, "%s: %q has a ':' or ',', which the emulator's overlayfs cannot mount", field, parents[i])
 		}
 	}
 	f.mu.Lock()
@@ -256,7 +257,7 @@ func (f *storageFilter) Prepare(ctx context.Context, a wire.LayerArgs) error {
 		return err
 	}
 	if l.Prepared {
-		return errorf(errInvalidState, "layer %q is already prepared", p)
+		return hresult.Errorf(errInvalidState, "layer %q is already prepared", p)
 	}
 	if err := f.unmount(l); err != nil {
 		return err
@@ -301,7 +302,7 @@ func (f *storageFilter) Unprepare(ctx context.Context, a wire.LayerArgs) error {
 		return err
 	}
 	if !l.Prepared {
-		return errorf(errInvalidState, "layer %q is not prepared", p)
+		return hresult.Errorf(errInvalidState, "layer %q is not prepared", p)
 	}
 	f.unlink(l)
 	if err := f.unmount(l); err != nil {
@@ -331,10 +332,10 @@ func (f *storageFilter) Deactivate(ctx context.Context, a wire.LayerArgs) error 
 		return err
 	}
 	if l.Prepared {
-		return errorf(errInvalidState, "layer %q is still prepared: unprepare it first", p)
+		return hresult.Errorf(errInvalidState, "layer %q is still prepared: unprepare it first", p)
 	}
 	if err := f.detach(l); err != nil {
-		return errorf(errBusy, "deactivating layer %q: %v", p, err)
+		return hresult.Errorf(errBusy, "deactivating layer %q: %v", p, err)
 	}
 	delete(f.layers, p)
 	log.G(ctx).WithField("layer", p).Info("hcsemu: layer deactivated")
@@ -428,7 +429,7 @@ func (f *storageFilter) mount(l *activeLayer) error {
 		}
 	}
 	if err != nil {
-		return errorf(computecore.E_FAIL, "mounting the volume of layer %q: %v", l.Path, err)
+		return hresult.Errorf(computecore.E_FAIL, "mounting the volume of layer %q: %v", l.Path, err)
 	}
 	l.Mounted = true
 	return nil
@@ -466,7 +467,7 @@ func (f *storageFilter) unmount(l *activeLayer) error {
 		case errors.Is(err, unix.EBUSY) && i < 10:
 			time.Sleep(100 * time.Millisecond)
 		default:
-			return errorf(errBusy, "unmounting the volume of layer %q: %v", l.Path, err)
+			return hresult.Errorf(errBusy, "unmounting the volume of layer %q: %v", l.Path, err)
 		}
 	}
 }
@@ -484,7 +485,7 @@ func (f *storageFilter) link(l *activeLayer, dir string) error {
 	}
 	os.Remove(link)
 	if err := os.Symlink(f.target(l), link); err != nil {
-		return errorf(computecore.E_FAIL, "DosDevices: linking volume %s: %v", l.GUID, err)
+		return hresult.Errorf(computecore.E_FAIL, "DosDevices: linking volume %s: %v", l.GUID, err)
 	}
 	l.Links = append(l.Links, link)
 	return f.save(l)

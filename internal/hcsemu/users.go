@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
 // account is one account of a container's own SAM, as a Windows base image has them, and the
@@ -65,7 +66,7 @@ func lookupAccount(user string) (*account, error) {
 		}
 		return a, nil
 	}
-	return nil, errorf(computecore.E_LOGON_FAILURE, "User=%q: the container has no such account (it has ContainerAdministrator, ContainerUser and NT AUTHORITY\\SYSTEM, LOCAL SERVICE, NETWORK SERVICE)", user)
+	return nil, hresult.Errorf(computecore.E_LOGON_FAILURE, "User=%q: the container has no such account (it has ContainerAdministrator, ContainerUser and NT AUTHORITY\\SYSTEM, LOCAL SERVICE, NETWORK SERVICE)", user)
 }
 
 // environment is the environment Windows gives a process of the account (CreateEnvironmentBlock:

@@ -57,12 +57,14 @@ var rules = map[string][]string{
 
 	// The emulator, its client and its neutral leaves.
 	"internal/hcsemu": {"internal/atomicfile", "internal/computecore", "internal/computenetwork", "internal/emuvhdx",
-		"internal/hcs/schema2", "internal/hcsemu/layout", "internal/hcsemu/wire", "internal/hns/hcn",
+		"internal/hcs/schema2", "internal/hcsemu/hresult", "internal/hcsemu/layout", "internal/hcsemu/wire", "internal/hns/hcn",
 		"internal/wclayer", "internal/winargs"},
 	"internal/hcsemu/client": {"internal/computecore", "internal/computenetwork", "internal/hcs/schema2", "internal/hcsemu/wire"},
 	"internal/hcsemu/wire":   {"internal/computecore", "internal/hcs/schema2"},
 	"internal/hcsemu/layout": nil,
-	"internal/emuvhdx":       nil,
+	// HRESULT errors, strict decoding and GUIDs, which every emulator package fails with.
+	"internal/hcsemu/hresult": {"internal/computecore"},
+	"internal/emuvhdx":        nil,
 
 	// Small shared leaves.
 	"internal/atomicfile": nil,

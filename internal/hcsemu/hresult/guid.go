@@ -1,13 +1,13 @@
-package hcsemu
+package hresult
 
 import (
 	"crypto/rand"
 	"fmt"
 )
 
-// newGUID returns a random (version 4, RFC 4122 variant) GUID in its lower-case string form, as
+// NewGUID returns a random (version 4, RFC 4122 variant) GUID in its lower-case string form, as
 // HNS names its objects and the storage filter its volumes.
-func newGUID() string {
+func NewGUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
