@@ -18,6 +18,8 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/dispatch"
+	"github.com/openhcs/runhcs/internal/hcsemu/hns"
 	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
@@ -26,8 +28,22 @@ import (
 // Subscriber is a client connection: it holds handles on systems and processes and receives
 // their events. Notify must not block (the server queues the event); the engine calls it with
 // the system's lock held, which keeps each connection's events in the order things happened.
-type Subscriber interface {
-	Notify(ev wire.Event)
+type Subscriber = dispatch.Subscriber
+
+// networks is what compute systems ask of HNS (internal/hcsemu/hns): a container joins and
+// leaves an HNS namespace, gets a namespace of its own for its NetworkAdapters, or has an
+// endpoint attached by an HCS v1 request; a utility VM's NICs are endpoints; and a
+// container's resolver file follows its adapters' DNS settings (dns_linux.go).
+type networks interface {
+	JoinContainer(nsID, system string) (netnsPath string, err error)
+	LeaveContainer(nsID, system string)
+	SystemNamespace(ctx context.Context, system string, endpoints []string, field func(i int) string) (id, netnsPath string, err error)
+	DeleteSystemNamespace(ctx context.Context, id string)
+	SystemEndpoint(ctx context.Context, nsID, system, epID string, add bool) error
+	AttachVMNIC(ctx context.Context, field, vm, nic, netns, epID, mac string, index int) error
+	DetachVMNIC(ctx context.Context, vm, nic, epID string)
+	NamespaceDNS(nsID string) []hns.AdapterDNS
+	VMDNS(vm string) []hns.AdapterDNS
 }
 
 // Config configures an Engine.
@@ -65,11 +81,13 @@ type Engine struct {
 	hostCPUs int
 	cg       *cgroupManager
 	sp       *spawner
-	hns      *hnsState
+	hns      *hns.Service // served by its own methods (dispatch_linux.go); closed with the engine
+	net      networks     // what compute systems ask of HNS: the same service
 	instance atomic.Uint64
 	cleanup  sync.WaitGroup
 	storage  *storageFilter
-	faults   faults // injected by the fault methods, for tests
+	table    map[string]dispatch.Method // the wire methods served (dispatch_linux.go)
+	faults   faults                     // injected by the fault methods, for tests
 	vmFaults vmFaults
 	vmHost   *vmHost  // the budget and folder of utility VMs (vm_linux.go)
 	ccg      ccgTable // Container Credential Guard instances (ccg.go)
@@ -140,17 +158,16 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		lock.Close()
 		return nil, err
 	}
-	dp, err := newLinuxNet(ctx, root)
+	hnsSvc, err := hns.New(ctx, root, hostBuild.Build)
 	if err != nil {
 		cg.removeBase()
 		lock.Close()
 		return nil, fmt.Errorf("hcsemu: HNS: %w", err)
 	}
-	hns := newHNS(dp, hostBuild.Build)
 	// Layers a dead daemon of this root attached are detached before anything is served.
 	storage, err := newStorageFilter(ctx, root)
 	if err != nil {
-		hns.close(ctx)
+		hnsSvc.Close(ctx)
 		cg.removeBase()
 		lock.Close()
 		return nil, err
@@ -159,7 +176,7 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.HostProcessors > 0 {
 		hostCPUs = cfg.HostProcessors
 	}
-	return &Engine{
+	e := &Engine{
 		vmHost:   newVMHost(cfg),
 		storage:  storage,
 		lock:     lock,
@@ -167,9 +184,13 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		hostCPUs: hostCPUs,
 		cg:       cg,
 		sp:       newSpawner(),
-		hns:      hns,
+		hns:      hnsSvc,
+		net:      hnsSvc,
 		systems:  map[string]*system{},
-	}, nil
+	}
+	e.table = e.methods()
+	e.faults.served = e.table
+	return e, nil
 }
 
 // system is one compute system. Everything below mu is guarded by it.
@@ -373,7 +394,7 @@ func (s *system) setupContainerLocked(ctx context.Context) error {
 		}
 	}
 	if n := c.Networking; n != nil && n.Namespace != "" {
-		path, err := s.e.hns.joinContainer(n.Namespace, s.id)
+		path, err := s.e.net.JoinContainer(n.Namespace, s.id)
 		if err != nil {
 			return err
 		}
@@ -382,7 +403,7 @@ func (s *system) setupContainerLocked(ctx context.Context) error {
 			return hresult.Errorf(computecore.E_FAIL, "Container.Networking.Namespace: %q: %v", n.Namespace, err)
 		}
 	} else if n != nil && len(n.NetworkAdapters) > 0 {
-		id, path, err := s.e.hns.systemNamespace(ctx, s.id, n.NetworkAdapters, func(i int) string {
+		id, path, err := s.e.net.SystemNamespace(ctx, s.id, n.NetworkAdapters, func(i int) string {
 			return fmt.Sprintf("Container.Networking.NetworkAdapters[%d]", i)
 		})
 		if err != nil {
@@ -589,9 +610,9 @@ func (s *system) stopLocked(ctx context.Context, exitType schema2.NotificationTy
 // more. Processes still exiting keep the Linux namespace alive until they are gone.
 func (s *system) leaveNetworkLocked() {
 	if s.netnsID != "" && s.ownNetns {
-		s.e.hns.deleteSystemNamespace(context.Background(), s.netnsID)
+		s.e.net.DeleteSystemNamespace(context.Background(), s.netnsID)
 	} else if s.netnsID != "" {
-		s.e.hns.leaveContainer(s.netnsID, s.id)
+		s.e.net.LeaveContainer(s.netnsID, s.id)
 	}
 	s.netnsID, s.ownNetns = "", false
 	if s.netns != nil {
@@ -1115,7 +1136,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	if err := e.storage.close(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if err := e.hns.close(ctx); err != nil {
+	if err := e.hns.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("HNS: %w", err))
 	}
 	if err := e.cg.removeBase(); err != nil {

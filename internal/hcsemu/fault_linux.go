@@ -11,6 +11,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/dispatch"
 	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
@@ -26,6 +27,9 @@ type faults struct {
 	delay  time.Duration
 	// conns are the connections served now, closed by disconnect; by Subscriber, the connection.
 	conns map[Subscriber]func()
+	// served is the engine's dispatch table (dispatch_linux.go): the wire methods a fault may
+	// name besides the FaultOps short names.
+	served map[string]dispatch.Method
 }
 
 type stall struct {
@@ -43,11 +47,11 @@ type fail struct {
 
 // faultMethod resolves an operation name (a FaultOps short name or a wire method name) to the
 // wire method it names.
-func faultMethod(op string) (string, error) {
+func (fs *faults) faultMethod(op string) (string, error) {
 	if m, ok := wire.FaultOps[strings.ToLower(op)]; ok {
 		return m, nil
 	}
-	if _, ok := methods[op]; ok && !isFaultMethod(op) {
+	if _, ok := fs.served[op]; ok && !isFaultMethod(op) {
 		return op, nil
 	}
 	names := make([]string, 0, len(wire.FaultOps))
@@ -130,7 +134,7 @@ func (fs *faults) unwait(st *stall) {
 // setStall stalls calls of op, for d when it is not 0. A stall of the same op replaces the
 // previous one, which releases its calls.
 func (fs *faults) setStall(op string, d time.Duration) error {
-	m, err := faultMethod(op)
+	m, err := fs.faultMethod(op)
 	if err != nil {
 		return err
 	}
@@ -164,7 +168,7 @@ func (fs *faults) release(op string) error {
 		}
 		return nil
 	}
-	m, err := faultMethod(op)
+	m, err := fs.faultMethod(op)
 	if err != nil {
 		return err
 	}
@@ -179,7 +183,7 @@ func (fs *faults) release(op string) error {
 
 // setFail makes the next count calls of op (every call when count is 0) fail with hr.
 func (fs *faults) setFail(op string, hr computecore.HRESULT, count int) error {
-	m, err := faultMethod(op)
+	m, err := fs.faultMethod(op)
 	if err != nil {
 		return err
 	}

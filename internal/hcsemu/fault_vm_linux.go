@@ -1,6 +1,8 @@
 package hcsemu
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -63,7 +65,7 @@ func (f *vmFaults) list() []wire.FaultVMArgs {
 		ids[id] = true
 	}
 	var out []wire.FaultVMArgs
-	for _, id := range sortedKeys(ids) {
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		out = append(out, wire.FaultVMArgs{System: id, BootDelayMs: f.boots[id].Milliseconds(), GuestHResult: f.guest[id]})
 	}
 	return out

@@ -83,12 +83,12 @@ func (e *Engine) modifyV1(ctx context.Context, ref wire.SystemRef, doc string) e
 		if err := e.firstEndpointLocked(ctx, s, epID, add); err != nil {
 			return err
 		}
-	} else if err := e.hns.systemEndpoint(ctx, s.netnsID, s.id, epID, add); err != nil {
-		// The lock order is system → hns (hns.go).
+	} else if err := e.net.SystemEndpoint(ctx, s.netnsID, s.id, epID, add); err != nil {
+		// The lock order is system → hns (internal/hcsemu/hns objects.go).
 		return err
 	}
 	if s.state != schema2.StateCreated {
-		// The container's adapters changed: so does what its resolver reads (dns.go); a
+		// The container's adapters changed: so does what its resolver reads (dns_linux.go); a
 		// created one gets the file when it starts.
 		if err := s.writeResolvConfLocked(); err != nil {
 			log.G(ctx).WithError(err).WithField("system", s.id).Warn("hcsemu: could not rewrite the container's resolver file")
@@ -114,13 +114,13 @@ func (e *Engine) firstEndpointLocked(ctx context.Context, s *system, epID string
 		return hresult.Errorf(computecore.E_NOTIMPL, "ResourceType: Network: compute system %q has no network namespace (Container.Networking.Namespace) "+
 			"and its processes already run outside one; hot-adding endpoint %s to it is not emulated", s.id, epID)
 	}
-	id, path, err := e.hns.systemNamespace(ctx, s.id, []string{epID}, func(int) string { return "Settings" })
+	id, path, err := e.net.SystemNamespace(ctx, s.id, []string{epID}, func(int) string { return "Settings" })
 	if err != nil {
 		return err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		e.hns.deleteSystemNamespace(ctx, id)
+		e.net.DeleteSystemNamespace(ctx, id)
 		return hresult.Errorf(computecore.E_FAIL, "the network namespace of compute system %q: %v", s.id, err)
 	}
 	s.netnsID, s.netns, s.ownNetns = id, f, true

@@ -14,6 +14,7 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/computenetwork"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hns"
 	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
@@ -136,9 +137,9 @@ func TestV1NetworkModify(t *testing.T) {
 
 	// The running server is reached at the endpoint's address now: the endpoint joined the
 	// namespace its processes run in.
-	hostPath := HostNetnsPath(d.engine.cfg.Root)
+	hostPath := hns.HostNetnsPath(d.engine.cfg.Root)
 	var answer string
-	err = inNetns(hostPath, func() error {
+	err = hns.InNetns(hostPath, func() error {
 		c, err := net.DialTimeout("tcp", "10.253.1.5:7000", 5*time.Second)
 		if err != nil {
 			return err
@@ -206,7 +207,7 @@ func TestV1NetworkModifyWithoutNamespace(t *testing.T) {
 		t.Fatalf("server: %q, %v", line, err)
 	}
 	var answer string
-	err = inNetns(HostNetnsPath(d.engine.cfg.Root), func() error {
+	err = hns.InNetns(hns.HostNetnsPath(d.engine.cfg.Root), func() error {
 		c, err := net.DialTimeout("tcp", "10.253.3.5:7000", 5*time.Second)
 		if err != nil {
 			return err
@@ -315,7 +316,7 @@ func TestNetworkAdapters(t *testing.T) {
 		t.Fatalf("server: %q, %v", line, err)
 	}
 	var answer string
-	err = inNetns(HostNetnsPath(d.engine.cfg.Root), func() error {
+	err = hns.InNetns(hns.HostNetnsPath(d.engine.cfg.Root), func() error {
 		c, err := net.DialTimeout("tcp", "10.253.2.5:7000", 5*time.Second)
 		if err != nil {
 			return err

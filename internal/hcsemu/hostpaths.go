@@ -3,7 +3,9 @@ package hcsemu
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/openhcs/runhcs/internal/computecore"
@@ -155,8 +157,8 @@ func (hp *hostPaths) resolveComputeSystem(cs *schema2.ComputeSystem) error {
 			}
 		}
 	}
-	for _, ctrl := range sortedKeys(vm.Devices.Scsi) {
-		for _, lun := range sortedKeys(vm.Devices.Scsi[ctrl].Attachments) {
+	for _, ctrl := range slices.Sorted(maps.Keys(vm.Devices.Scsi)) {
+		for _, lun := range slices.Sorted(maps.Keys(vm.Devices.Scsi[ctrl].Attachments)) {
 			a := vm.Devices.Scsi[ctrl].Attachments[lun]
 			if err := hp.resolveIn(fmt.Sprintf("VirtualMachine.Devices.Scsi.%s.Attachments.%s.Path", ctrl, lun), &a.Path); err != nil {
 				return err

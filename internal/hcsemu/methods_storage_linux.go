@@ -3,13 +3,12 @@ package hcsemu
 import (
 	"context"
 
+	"github.com/openhcs/runhcs/internal/hcsemu/dispatch"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
 // The wire methods of the storage filter (vmcompute.dll's layer functions, wire/storage.go),
 // served by the Engine's storageFilter. See dispatch_linux.go for the table they join.
-
-func init() { addMethods(storageMethods) }
 
 var storageMethods = map[string]method{
 	wire.MethodActivateLayer:       layerMethod((*storageFilter).Activate),
@@ -21,23 +20,23 @@ var storageMethods = map[string]method{
 	wire.MethodDestroyLayer:        layerMethod((*storageFilter).Destroy),
 	wire.MethodProcessBaseImage:    layerMethod((*storageFilter).ProcessBaseImage),
 	wire.MethodProcessUtilityImage: layerMethod((*storageFilter).ProcessUtilityImage),
-	wire.MethodGetLayerMountPath: withArgs(func(ctx context.Context, e *Engine, _ Subscriber, a wire.LayerArgs) (answer, error) {
+	wire.MethodGetLayerMountPath: withArgs(func(ctx context.Context, e *Engine, _ Subscriber, a wire.LayerArgs) (dispatch.Answer, error) {
 		r, err := e.storage.MountPath(ctx, a)
-		return answer{reply: r}, err
+		return dispatch.Answer{Reply: r}, err
 	}),
-	wire.MethodLayerExists: withArgs(func(ctx context.Context, e *Engine, _ Subscriber, a wire.LayerArgs) (answer, error) {
+	wire.MethodLayerExists: withArgs(func(ctx context.Context, e *Engine, _ Subscriber, a wire.LayerArgs) (dispatch.Answer, error) {
 		r, err := e.storage.Exists(ctx, a)
-		return answer{reply: r}, err
+		return dispatch.Answer{Reply: r}, err
 	}),
-	wire.MethodNameToGuid: withArgs(func(ctx context.Context, e *Engine, _ Subscriber, a wire.NameArgs) (answer, error) {
+	wire.MethodNameToGuid: withArgs(func(ctx context.Context, e *Engine, _ Subscriber, a wire.NameArgs) (dispatch.Answer, error) {
 		r, err := e.storage.NameToGUID(ctx, a)
-		return answer{reply: r}, err
+		return dispatch.Answer{Reply: r}, err
 	}),
-	wire.MethodGrantVmAccess: withArgs(func(ctx context.Context, e *Engine, _ Subscriber, a wire.GrantVmAccessArgs) (answer, error) {
-		return answer{}, e.storage.GrantVMAccess(ctx, a)
+	wire.MethodGrantVmAccess: withArgs(func(ctx context.Context, e *Engine, _ Subscriber, a wire.GrantVmAccessArgs) (dispatch.Answer, error) {
+		return dispatch.Answer{}, e.storage.GrantVMAccess(ctx, a)
 	}),
-	wire.MethodGetBaseImages: func(context.Context, *Engine, Subscriber, *wire.Frame) (answer, error) {
-		return answer{reply: wire.BaseImagesReply{Document: sharedBaseImages}}, nil
+	wire.MethodGetBaseImages: func(context.Context, *Engine, Subscriber, *wire.Frame) (dispatch.Answer, error) {
+		return dispatch.Answer{Reply: wire.BaseImagesReply{Document: sharedBaseImages}}, nil
 	},
 	wire.MethodCreateLayer: notEmulatedMethod(wire.MethodCreateLayer),
 	wire.MethodCopyLayer:   notEmulatedMethod(wire.MethodCopyLayer),
@@ -54,15 +53,15 @@ const sharedBaseImages = `{"Images":[]}`
 
 // layerMethod serves a layer function that answers only its HRESULT.
 func layerMethod(fn func(*storageFilter, context.Context, wire.LayerArgs) error) method {
-	return withArgs(func(ctx context.Context, e *Engine, _ Subscriber, a wire.LayerArgs) (answer, error) {
-		return answer{}, fn(e.storage, ctx, a)
+	return withArgs(func(ctx context.Context, e *Engine, _ Subscriber, a wire.LayerArgs) (dispatch.Answer, error) {
+		return dispatch.Answer{}, fn(e.storage, ctx, a)
 	})
 }
 
 // notEmulatedMethod answers a layer function the emulator does not have yet with E_NOTIMPL
 // naming it.
 func notEmulatedMethod(name string) method {
-	return func(context.Context, *Engine, Subscriber, *wire.Frame) (answer, error) {
-		return answer{}, notEmulated(name)
+	return func(context.Context, *Engine, Subscriber, *wire.Frame) (dispatch.Answer, error) {
+		return dispatch.Answer{}, notEmulated(name)
 	}
 }

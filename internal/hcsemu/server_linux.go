@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/dispatch"
 	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
@@ -290,21 +291,21 @@ func (c *conn) clientPaths(f *wire.Frame) *wire.Frame {
 func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.File) {
 	ctx = log.WithLogger(ctx, log.G(ctx).WithField("method", f.Method))
 	var (
-		a   answer
+		a   dispatch.Answer
 		err error
 	)
-	if m, ok := methods[f.Method]; ok {
+	if m, ok := c.srv.e.table[f.Method]; ok {
 		if isFaultMethod(f.Method) && c.stdio != nil {
 			// Fault injection is for the machine's owner (the unix socket), never for the
 			// Wine stand-ins' TCP transport: see wire/fault.go.
 			err = hresult.Errorf(computecore.E_ACCESSDENIED, "%s: fault injection is served on the unix socket only, not on TCP", f.Method)
 		} else if err = c.srv.e.faults.before(ctx, f.Method); err == nil {
-			a, err = m(ctx, c.srv.e, c, f)
+			a, err = m(ctx, c, f)
 		}
 	} else {
 		err = hresult.Errorf(computecore.HCS_E_UNKNOWN_MESSAGE, "unknown method %q", f.Method)
 	}
-	result, reply, files := a.result, a.reply, a.files
+	result, reply, files := a.Result, a.Reply, a.Files
 	out := &wire.Frame{ID: f.ID}
 	if err != nil {
 		he := hresult.As(err)

@@ -2,7 +2,6 @@ package hcsemu
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/openhcs/runhcs/internal/computecore"
@@ -104,7 +103,7 @@ func validateContainer(c *schema2.Container, hosted bool, hostCPUs int, statPath
 	}
 	if n := c.Networking; n != nil && len(n.NetworkAdapters) > 0 {
 		// Endpoints listed without a namespace (the v1 EndpointList way) join a namespace the
-		// emulator makes for the container (hns.go systemNamespace).
+		// emulator makes for the container (internal/hcsemu/hns SystemNamespace).
 		switch {
 		case hosted:
 			// A hosted container's network is its VM's NICs (VirtualMachine/Devices/
@@ -207,6 +206,3 @@ func ValidateProcessParameters(doc string) (*schema2.ProcessParameters, error) {
 	}
 	return &p, nil
 }
-
-// reflectType is reflect.TypeOf, for files that do not import reflect.
-func reflectType(v any) reflect.Type { return reflect.TypeOf(v) }

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -283,8 +285,8 @@ func (s *system) setupVMLocked(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, ctrl := range sortedKeys(doc.Devices.Scsi) {
-		for _, lun := range sortedKeys(doc.Devices.Scsi[ctrl].Attachments) {
+	for _, ctrl := range slices.Sorted(maps.Keys(doc.Devices.Scsi)) {
+		for _, lun := range slices.Sorted(maps.Keys(doc.Devices.Scsi[ctrl].Attachments)) {
 			a := doc.Devices.Scsi[ctrl].Attachments[lun]
 			if err := checkAttachmentHost(fmt.Sprintf("VirtualMachine.Devices.Scsi.%s.Attachments.%s", ctrl, lun), &a); err != nil {
 				return err

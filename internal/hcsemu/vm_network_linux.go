@@ -3,7 +3,9 @@ package hcsemu
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/containerd/log"
@@ -11,6 +13,7 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/computenetwork"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hns"
 	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
@@ -25,7 +28,7 @@ import (
 //   - host side, VirtualMachine/Devices/NetworkAdapters/<nic id> Add / Remove with a
 //     NetworkAdapter {EndpointId, MacAddress} (hcsshim internal/uvm/network.go addNIC; also
 //     in the create document's Devices.NetworkAdapters): the HNS endpoint's link moves into the
-//     VM's namespace with its address, MAC and routes (hns_vm.go) and back on Remove; the
+//     VM's namespace with its address, MAC and routes (internal/hcsemu/hns vmnic.go) and back on Remove; the
 //     endpoint stays an HNS object. When the VM stops (shutdown, terminate, crash), its NICs are
 //     unplugged the same way and its namespace removed.
 //   - guest side (GuestRequest, the HCS-mediated path; hcsshim's SetupNetworkNamespace,
@@ -72,7 +75,7 @@ func (s *system) vmNetnsPath() string {
 // failure nothing is left.
 func (s *system) setupVMNetworkLocked(ctx context.Context, adapters map[string]schema2.NetworkAdapter) error {
 	p := s.vmNetnsPath()
-	if err := newNetnsFile(p); err != nil {
+	if err := hns.NewNetnsFile(p); err != nil {
 		return hresult.Errorf(computecore.E_FAIL, "VM %q: its network namespace: %v", s.id, err)
 	}
 	n := &vmNetwork{path: p, nics: map[string]*vmNIC{}, preAdd: map[string]string{}, inGuest: map[string]bool{}}
@@ -81,7 +84,7 @@ func (s *system) setupVMNetworkLocked(ctx context.Context, adapters map[string]s
 		s.releaseVMNetworkLocked(ctx)
 		return err
 	}
-	if err := withHandle(p, setLoopbackUp); err != nil {
+	if err := hns.SetLoopbackUp(p); err != nil {
 		return fail(hresult.Errorf(computecore.E_FAIL, "VM %q: loopback of its network namespace: %v", s.id, err))
 	}
 	f, err := os.Open(p)
@@ -89,7 +92,7 @@ func (s *system) setupVMNetworkLocked(ctx context.Context, adapters map[string]s
 		return fail(hresult.Errorf(computecore.E_FAIL, "VM %q: %v", s.id, err))
 	}
 	s.netns = f
-	for _, id := range sortedKeys(adapters) {
+	for _, id := range slices.Sorted(maps.Keys(adapters)) {
 		field := "VirtualMachine.Devices.NetworkAdapters." + id
 		if err := s.plugNICLocked(ctx, field, id, adapters[id]); err != nil {
 			return fail(err)
@@ -108,7 +111,7 @@ func (s *system) plugNICLocked(ctx context.Context, field, id string, a schema2.
 	if a.EndpointId == "" {
 		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "%s.EndpointId: missing required field", field)
 	}
-	if err := s.e.hns.attachVMNIC(ctx, field, s.id, id, n.path, a.EndpointId, a.MacAddress, len(n.nics)); err != nil {
+	if err := s.e.net.AttachVMNIC(ctx, field, s.id, id, n.path, a.EndpointId, a.MacAddress, len(n.nics)); err != nil {
 		return err
 	}
 	n.nics[key] = &vmNIC{id: id, endpoint: a.EndpointId}
@@ -122,7 +125,7 @@ func (s *system) unplugNICLocked(ctx context.Context, key string) {
 	if nic == nil {
 		return
 	}
-	s.e.hns.detachVMNIC(ctx, s.id, nic.id, nic.endpoint)
+	s.e.net.DetachVMNIC(ctx, s.id, nic.id, nic.endpoint)
 	delete(n.nics, key)
 	delete(n.inGuest, key)
 }
@@ -134,12 +137,12 @@ func (s *system) releaseVMNetworkLocked(ctx context.Context) {
 	if n == nil {
 		return
 	}
-	for _, key := range sortedKeys(n.nics) {
+	for _, key := range slices.Sorted(maps.Keys(n.nics)) {
 		s.unplugNICLocked(ctx, key)
 	}
 	n.guestNS = ""
 	clear(n.preAdd)
-	if err := removeNetnsFile(n.path); err != nil {
+	if err := hns.RemoveNetnsFile(n.path); err != nil {
 		log.G(ctx).WithError(err).WithField("system", s.id).Warn("hcsemu: removing the VM's network namespace failed")
 	}
 	s.vm.net = nil
@@ -202,7 +205,7 @@ func (s *system) guestNamespaceLocked(rt schema2.RequestType, doc *hcn.HostCompu
 	if doc.Id == "" {
 		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "%s.ID: missing required field", f)
 	}
-	id, err := canonicalGUID(f+".ID", doc.Id)
+	id, err := hns.CanonicalGUID(f+".ID", doc.Id)
 	if err != nil {
 		return err
 	}
@@ -256,7 +259,7 @@ func (s *system) guestNICLocked(rt schema2.RequestType, r *networkModifyRequest)
 			return hresult.Errorf(errAbsent, "%s.Settings: the guest of VM %q has no network namespace for endpoint %s (NetworkNamespace first)", f, s.id, ep.Id)
 		}
 		if ep.HostComputeNamespace != "" {
-			if ns, err := canonicalGUID(f+".Settings.HostComputeNamespace", ep.HostComputeNamespace); err != nil {
+			if ns, err := hns.CanonicalGUID(f+".Settings.HostComputeNamespace", ep.HostComputeNamespace); err != nil {
 				return err
 			} else if ns != n.guestNS {
 				return hresult.Errorf(errAbsent, "%s.Settings.HostComputeNamespace: %s is not the guest's network namespace %s", f, ep.HostComputeNamespace, n.guestNS)
@@ -307,7 +310,7 @@ func (vm *vmState) hostedNetwork(vmID string, c *schema2.Container) (string, err
 	}
 	if c.Networking != nil && c.Networking.Namespace != "" {
 		const field = "HostedSystem.Container.Networking.Namespace"
-		id, err := canonicalGUID(field, c.Networking.Namespace)
+		id, err := hns.CanonicalGUID(field, c.Networking.Namespace)
 		if err != nil {
 			return "", err
 		}

@@ -3,6 +3,7 @@ package hcsemu
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -129,7 +130,7 @@ func validateDevices(d *schema2.Devices) error {
 	if d == nil {
 		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "%s: missing required field (the VSMB share %q to boot from)", f, schema2.UVMOSShareName)
 	}
-	for _, id := range sortedKeys(d.NetworkAdapters) {
+	for _, id := range slices.Sorted(maps.Keys(d.NetworkAdapters)) {
 		// The endpoint is looked up when the VM is created (vm_network_linux.go).
 		if d.NetworkAdapters[id].EndpointId == "" {
 			return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "%s.NetworkAdapters.%s.EndpointId: missing required field", f, id)
@@ -141,11 +142,11 @@ func validateDevices(d *schema2.Devices) error {
 	if len(d.Scsi) > maxSCSIControllers {
 		return hresult.Errorf(computecore.E_INVALIDARG, "%s.Scsi: %d controllers, at most %d", f, len(d.Scsi), maxSCSIControllers)
 	}
-	for _, ctrl := range sortedKeys(d.Scsi) {
+	for _, ctrl := range slices.Sorted(maps.Keys(d.Scsi)) {
 		if ctrl == "" {
 			return hresult.Errorf(computecore.E_INVALIDARG, "%s.Scsi: a controller needs a name", f)
 		}
-		for _, lun := range sortedKeys(d.Scsi[ctrl].Attachments) {
+		for _, lun := range slices.Sorted(maps.Keys(d.Scsi[ctrl].Attachments)) {
 			field := fmt.Sprintf("%s.Scsi.%s.Attachments.%s", f, ctrl, lun)
 			if _, err := parseLUN(lun); err != nil {
 				return hresult.Errorf(computecore.E_INVALIDARG, "%s: %v", field, err)
@@ -157,7 +158,7 @@ func validateDevices(d *schema2.Devices) error {
 		}
 	}
 	if hv := d.HvSocket; hv != nil && hv.HvSocketConfig != nil {
-		for _, id := range sortedKeys(hv.HvSocketConfig.ServiceTable) {
+		for _, id := range slices.Sorted(maps.Keys(hv.HvSocketConfig.ServiceTable)) {
 			if !guidRe.MatchString(id) {
 				return hresult.Errorf(computecore.E_INVALIDARG, "%s.HvSocket.HvSocketConfig.ServiceTable.%s: not a service GUID", f, id)
 			}

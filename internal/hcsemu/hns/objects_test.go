@@ -1,4 +1,4 @@
-package hcsemu
+package hns
 
 import (
 	"context"
@@ -101,7 +101,7 @@ func wantHRESULT(t *testing.T, err error, hr computenetwork.HRESULT, field strin
 
 func TestHNSBadDocuments(t *testing.T) {
 	ctx := context.Background()
-	h := newHNS(newFakeDataplane(), build2022)
+	h := newService(newFakeDataplane(), build2022)
 	netID, err := h.CreateNetwork(ctx, "", networkDoc("n", "10.0.0.0/24", "10.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestHNSBadDocuments(t *testing.T) {
 func TestHNSNothingHalfMade(t *testing.T) {
 	ctx := context.Background()
 	dp := newFakeDataplane()
-	h := newHNS(dp, build2022)
+	h := newService(dp, build2022)
 	dp.fail = "addNetwork"
 	if _, err := h.CreateNetwork(ctx, "", networkDoc("n", "10.0.0.0/24", "10.0.0.1")); err == nil {
 		t.Fatal("create succeeded with a failing dataplane")
@@ -230,29 +230,29 @@ func TestHNSNothingHalfMade(t *testing.T) {
 
 func TestHNSContainers(t *testing.T) {
 	ctx := context.Background()
-	h := newHNS(newFakeDataplane(), build2022)
+	h := newService(newFakeDataplane(), build2022)
 	nsID, err := h.CreateNamespace(ctx, "", `{}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := h.joinContainer(strings.ToUpper(nsID), "c1"); err != nil || p != "/netns/"+nsID {
+	if p, err := h.JoinContainer(strings.ToUpper(nsID), "c1"); err != nil || p != "/netns/"+nsID {
 		t.Fatalf("join: %q, %v", p, err)
 	}
 	doc, _ := h.QueryNamespace(ctx, nsID, "")
 	if !strings.Contains(doc, `"Type":"Container"`) || !strings.Contains(doc, `"ID":"c1"`) {
 		t.Errorf("namespace %s does not list the container", doc)
 	}
-	h.leaveContainer(nsID, "c1")
+	h.LeaveContainer(nsID, "c1")
 	if doc, _ := h.QueryNamespace(ctx, nsID, ""); strings.Contains(doc, `"ID":"c1"`) || strings.Contains(doc, `"Container"`) {
 		t.Errorf("after leave, %s", doc)
 	}
-	_, err = h.joinContainer("6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11", "c2")
+	_, err = h.JoinContainer("6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11", "c2")
 	wantHRESULT(t, err, computenetwork.E_ELEMENT_NOT_FOUND, "Container.Networking.Namespace")
 }
 
 func TestHNSQueries(t *testing.T) {
 	ctx := context.Background()
-	h := newHNS(newFakeDataplane(), build2022)
+	h := newService(newFakeDataplane(), build2022)
 	a, _ := h.CreateNetwork(ctx, "", networkDoc("alpha", "10.0.0.0/24", "10.0.0.1"))
 	h.CreateNetwork(ctx, "", networkDoc("beta", "10.0.1.0/24", "10.0.1.1"))
 	ids, err := h.EnumerateNetworks(ctx, `{"SchemaVersion":{"Major":2,"Minor":0},"Filter":"{\"Name\":\"ALPHA\"}"}`)
@@ -287,7 +287,7 @@ func TestHNSQueries(t *testing.T) {
 func TestHNSEndpointStats(t *testing.T) {
 	ctx := context.Background()
 	dp := newFakeDataplane()
-	h := newHNS(dp, build2022)
+	h := newService(dp, build2022)
 	netID, err := h.CreateNetwork(ctx, "", networkDoc("n", "10.0.0.0/24", "10.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
