@@ -5,21 +5,22 @@ import (
 
 	"github.com/openhcs/runhcs/internal/hcsemu/dispatch"
 	"github.com/openhcs/runhcs/internal/hcsemu/hns"
+	"github.com/openhcs/runhcs/internal/hcsemu/storage"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
 // The server's dispatch table, from wire method name to the method that serves it, composed
-// explicitly in methods from each service's group: HNS's (internal/hcsemu/hns) and the
-// engine's own, which files declare beside the wire names they serve (methods_compute_linux.go
-// for compute systems and processes, methods_storage_linux.go for the storage filter,
-// methods_fault*_linux.go for fault injection, hostperf_linux.go). A new group of methods is a
-// new group here; no table is filled behind the reader's back.
+// explicitly in methods from each service's group: HNS's (internal/hcsemu/hns), the storage
+// filter's (internal/hcsemu/storage) and the engine's own, which files declare beside the wire
+// names they serve (methods_compute_linux.go for compute systems and processes,
+// methods_fault*_linux.go for fault injection, hostperf_linux.go). A new group of methods is
+// one more argument here; no table is filled behind the reader's back.
 
 // methods composes e's dispatch table, once, in NewEngine (Engine.table).
 func (e *Engine) methods() map[string]dispatch.Method {
 	return dispatch.Compose(
 		bind(e, computeMethods),
-		bind(e, storageMethods),
+		storage.Methods(e.storage),
 		bind(e, faultMethods),
 		bind(e, faultVMMethods),
 		bind(e, hostPerfMethods),

@@ -22,6 +22,7 @@ import (
 	"github.com/openhcs/runhcs/internal/hcsemu/hns"
 	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/layout"
+	"github.com/openhcs/runhcs/internal/hcsemu/storage"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -44,6 +45,12 @@ type networks interface {
 	DetachVMNIC(ctx context.Context, vm, nic, epID string)
 	NamespaceDNS(nsID string) []hns.AdapterDNS
 	VMDNS(vm string) []hns.AdapterDNS
+}
+
+// volumes is what compute systems ask of the storage filter (internal/hcsemu/storage): the
+// folder a volume path (\\?\Volume{GUID}\, as Container.Storage.Path names it) is mounted at.
+type volumes interface {
+	Resolve(p string) (target string, ok bool, err error)
 }
 
 // Config configures an Engine.
@@ -85,7 +92,8 @@ type Engine struct {
 	net      networks     // what compute systems ask of HNS: the same service
 	instance atomic.Uint64
 	cleanup  sync.WaitGroup
-	storage  *storageFilter
+	storage  *storage.Filter            // served by its own methods (dispatch_linux.go); closed with the engine
+	volumes  volumes                    // what compute systems ask of the storage filter: the same filter
 	table    map[string]dispatch.Method // the wire methods served (dispatch_linux.go)
 	faults   faults                     // injected by the fault methods, for tests
 	vmFaults vmFaults
@@ -165,7 +173,7 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("hcsemu: HNS: %w", err)
 	}
 	// Layers a dead daemon of this root attached are detached before anything is served.
-	storage, err := newStorageFilter(ctx, root)
+	filter, err := storage.New(ctx, root)
 	if err != nil {
 		hnsSvc.Close(ctx)
 		cg.removeBase()
@@ -178,7 +186,8 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{
 		vmHost:   newVMHost(cfg),
-		storage:  storage,
+		storage:  filter,
+		volumes:  filter,
 		lock:     lock,
 		cfg:      cfg,
 		hostCPUs: hostCPUs,
@@ -252,7 +261,7 @@ func statDir(p string) error {
 // statPath checks a folder a document names: a volume path the storage filter mounted (its
 // mount point), else a path on this machine.
 func (e *Engine) statPath(p string) error {
-	if target, ok, err := e.storage.resolve(p); ok {
+	if target, ok, err := e.volumes.Resolve(p); ok {
 		if err != nil {
 			return err
 		}
@@ -268,7 +277,7 @@ func (e *Engine) statPath(p string) error {
 // path includes a symlink" (internal/hcsoci/hcsdoc_wcow.go createMountsConfig); kubelet's
 // termination message file and the pod's hosts file reach HCS that way.
 func (e *Engine) statSource(p string) error {
-	if target, ok, err := e.storage.resolve(p); ok {
+	if target, ok, err := e.volumes.Resolve(p); ok {
 		if err != nil {
 			return err
 		}
@@ -311,7 +320,7 @@ func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscribe
 	}
 	if cs.Container != nil && cs.Container.Storage != nil {
 		s.volPath = cs.Container.Storage.Path
-		if target, ok, err := e.storage.resolve(s.volPath); ok {
+		if target, ok, err := e.volumes.Resolve(s.volPath); ok {
 			if err != nil {
 				return wire.SystemReply{}, hresult.Errorf(computecore.E_PATH_NOT_FOUND, "Container.Storage.Path: %q: %v", s.volPath, err)
 			}
@@ -1133,7 +1142,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.cleanup.Wait()
 	e.vmHost.close()
 	var errs []error
-	if err := e.storage.close(ctx); err != nil {
+	if err := e.storage.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	if err := e.hns.Close(ctx); err != nil {

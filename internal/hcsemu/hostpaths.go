@@ -11,6 +11,7 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
+	"github.com/openhcs/runhcs/internal/hcsemu/storage"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -29,12 +30,12 @@ func newHostPaths(a wire.ClientPathsArgs) (*hostPaths, error) {
 	if a.DosDevices == "" {
 		return nil, hresult.Errorf(computecore.HCS_E_INVALID_JSON, "dosDevices: missing required field")
 	}
-	if err := checkDosDevices(a.DosDevices); err != nil {
+	if err := storage.CheckDosDevices(a.DosDevices); err != nil {
 		return nil, err
 	}
 	hp := &hostPaths{dosDevices: filepath.Clean(a.DosDevices), volumes: map[string]byte{}}
 	for name, drive := range a.Volumes {
-		guid, ok := volumeGUID(name)
+		guid, ok := storage.VolumeGUID(name)
 		if !ok {
 			return nil, hresult.Errorf(computecore.E_INVALIDARG, "volumes: %q is not a volume name (\\\\?\\Volume{GUID}\\)", name)
 		}
@@ -69,7 +70,7 @@ func hostPathsOf(ctx context.Context) *hostPaths {
 func (hp *hostPaths) driveRel(p string) (drive byte, rest string, ok bool) {
 	if hp != nil && len(p) > len(`\\?\Volume{}`) {
 		if i := strings.Index(p, "}"); i > 0 {
-			if guid, isVol := volumeGUID(p[:i+1]); isVol {
+			if guid, isVol := storage.VolumeGUID(p[:i+1]); isVol {
 				if d, mine := hp.volumes[guid]; mine && (len(p) == i+1 || p[i+1] == '\\') {
 					return d, p[min(i+2, len(p)):], true
 				}

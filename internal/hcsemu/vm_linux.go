@@ -23,6 +23,7 @@ import (
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/layout"
+	"github.com/openhcs/runhcs/internal/hcsemu/storage"
 )
 
 // Utility VMs: the lifecycle of a compute system of type VirtualMachine. The contract is in
@@ -265,7 +266,7 @@ func checkShareHost(field string, sh *schema2.VirtualSmbShare) error {
 // existing file for PassThru.
 func checkAttachmentHost(field string, a *schema2.Attachment) error {
 	if a.Type == "VirtualDisk" {
-		if _, err := readVHDX(a.Path); err != nil {
+		if _, err := storage.ReadVHDX(a.Path); err != nil {
 			return prefixField(err, field+".Path: ")
 		}
 		return nil
@@ -555,7 +556,9 @@ func (s *system) stopVMLocked(ctx context.Context, exitType schema2.Notification
 
 // runtimeID is the system's GUID: name-based on its id and instance, so a system re-created
 // with the same id has another.
-func (s *system) runtimeID() string { return nameToGUID(fmt.Sprintf("%s/%d", s.id, s.instance)) }
+func (s *system) runtimeID() string {
+	return hresult.NameToGUID(fmt.Sprintf("%s/%d", s.id, s.instance))
+}
 
 // vmExitStatus is the Status of a VM's SystemExited: HCS_E_UNEXPECTED_EXIT for a crash.
 func vmExitStatus(exitType schema2.NotificationType) int32 {

@@ -14,6 +14,7 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
+	"github.com/openhcs/runhcs/internal/hcsemu/storage"
 )
 
 // HcsModifyComputeSystem on a utility VM: hot-plug of VSMB shares, SCSI disks and mapped pipes,
@@ -30,8 +31,8 @@ const (
 // Win32 errors of modify requests. Assumptions: HCS documents none of these cases
 // (docs/notes/hyperv.md §3, "Not found").
 const (
-	errShareInUse = errBusy     // removing something a container or mount still uses
-	errAbsent     = errNotFound // removing something that is not there
+	errShareInUse = hresult.ErrBusy     // removing something a container or mount still uses
+	errAbsent     = hresult.ErrNotFound // removing something that is not there
 )
 
 func (s *system) modifyVMLocked(ctx context.Context, req *schema2.ModifySettingRequest) error {
@@ -434,7 +435,7 @@ func (s *system) guestDiskLocked(rt schema2.RequestType, m *schema2.MappedVirtua
 	if _, dup := vm.mounts[key]; dup {
 		return hresult.Errorf(errAlreadyExists, "%s.ContainerPath: %q: a disk is already mounted there", f, m.ContainerPath)
 	}
-	fsDir, err := vhdxFileSystem(d.att.Path)
+	fsDir, err := storage.VHDXFileSystem(d.att.Path)
 	if err != nil {
 		return prefixField(err, f+".Lun: ")
 	}
@@ -443,7 +444,7 @@ func (s *system) guestDiskLocked(rt schema2.RequestType, m *schema2.MappedVirtua
 			return hresult.Errorf(computecore.E_FAIL, "%s.Lun: the file system of %q: %v", f, d.att.Path, err)
 		}
 	}
-	if err := bindMount(filepath.Join(fsDir, "Files"), target, d.att.ReadOnly); err != nil {
+	if err := storage.BindMount(filepath.Join(fsDir, "Files"), target, d.att.ReadOnly); err != nil {
 		return hresult.Errorf(computecore.E_FAIL, "%s.ContainerPath: mount LUN %d at %q in VM %q: %v", f, m.Lun, m.ContainerPath, s.id, err)
 	}
 	vm.mounts[key] = &guestMount{guestPath: m.ContainerPath, ctrl: ctrl, lun: m.Lun, target: target, fs: fsDir}
@@ -538,7 +539,7 @@ func (s *system) guestDirLocked(rt schema2.RequestType, md *schema2.MappedDirect
 		return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s.HostPath: %q: %v", f, md.HostPath, err)
 	}
 	ro := md.ReadOnly || (share.share.Options != nil && share.share.Options.ReadOnly)
-	if err := bindMount(host, target, ro); err != nil {
+	if err := storage.BindMount(host, target, ro); err != nil {
 		return hresult.Errorf(computecore.E_FAIL, "%s.ContainerPath: map %q at %q in VM %q: %v", f, md.HostPath, md.ContainerPath, s.id, err)
 	}
 	vm.dirs[key] = &guestDir{md: *md, target: target, share: name}

@@ -40,3 +40,12 @@ func As(err error) *Error {
 	}
 	return &Error{HResult: computecore.E_FAIL, Message: err.Error()}
 }
+
+// Win32 errors the emulated services fail with (the layer functions, a utility VM's
+// devices), as HRESULT_FROM_WIN32 values.
+const (
+	ErrBusy         computecore.HRESULT = 0x800700AA // ERROR_BUSY
+	ErrFileExists   computecore.HRESULT = 0x80070050 // ERROR_FILE_EXISTS
+	ErrInvalidState computecore.HRESULT = 0x8007139F // ERROR_INVALID_STATE
+	ErrNotFound     computecore.HRESULT = 0x80070490 // ERROR_NOT_FOUND
+)

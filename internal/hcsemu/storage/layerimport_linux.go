@@ -1,4 +1,4 @@
-package hcsemu
+package storage
 
 import (
 	"archive/tar"
@@ -151,7 +151,7 @@ func layerParents(parents []string) ([]string, error) {
 
 // Import is ImportLayer: the import folder a.Source becomes the layer a.Path (which hcsshim has
 // created, and where it may already have put UtilityVM\) over a.Parents.
-func (f *storageFilter) Import(ctx context.Context, a wire.LayerArgs) error {
+func (f *Filter) Import(ctx context.Context, a wire.LayerArgs) error {
 	dest, err := layerFolder("Path", a.Path)
 	if err != nil {
 		return err
@@ -165,11 +165,11 @@ func (f *storageFilter) Import(ctx context.Context, a wire.LayerArgs) error {
 		return err
 	}
 	if f.active(dest) {
-		return hresult.Errorf(errBusy, "Path: layer %q is activated", dest)
+		return hresult.Errorf(hresult.ErrBusy, "Path: layer %q is activated", dest)
 	}
 	for _, d := range []string{wclayer.FilesDir, wclayer.HivesDir} {
 		if _, err := os.Lstat(filepath.Join(dest, d)); err == nil {
-			return hresult.Errorf(errFileExists, "Path: layer %q already has a %s folder", dest, d)
+			return hresult.Errorf(hresult.ErrFileExists, "Path: layer %q already has a %s folder", dest, d)
 		}
 	}
 
@@ -643,7 +643,7 @@ func settlePlaceholders(layer string) error {
 // holds a container's changes) is written into the folder a.Source, which hcsshim has created,
 // in the legacy layout its layer reader walks. The parents are checked, not read: the emulator's
 // layers hold their changes, deletions included, as they are.
-func (f *storageFilter) Export(ctx context.Context, a wire.LayerArgs) error {
+func (f *Filter) Export(ctx context.Context, a wire.LayerArgs) error {
 	layer, err := layerFolder("Path", a.Path)
 	if err != nil {
 		return err
@@ -659,13 +659,13 @@ func (f *storageFilter) Export(ctx context.Context, a wire.LayerArgs) error {
 		return hresult.Errorf(computecore.E_FAIL, "Path: %v", err)
 	}
 	if entries, err := os.ReadDir(out); err != nil || len(entries) > 0 {
-		return hresult.Errorf(errFileExists, "Source: export folder %q is not an empty folder", out)
+		return hresult.Errorf(hresult.ErrFileExists, "Source: export folder %q is not an empty folder", out)
 	}
 	root := layer
 	// A scratch layer's changes are on its disk: the disk's file system has Files/ (the
 	// overlayfs upper folder) as an imported layer has.
 	if disk := filepath.Join(layer, ScratchDisk); fileExists(disk) {
-		if _, err := readVHDX(disk); err != nil {
+		if _, err := ReadVHDX(disk); err != nil {
 			return err
 		}
 		if fileExists(filepath.Join(disk+vhdxFSSuffix, wclayer.FilesDir)) {

@@ -1,4 +1,4 @@
-package hcsemu
+package storage
 
 import (
 	"context"
@@ -18,12 +18,12 @@ import (
 
 // The layer functions of vmcompute.dll that work on layer folders rather than on the filter:
 // scratch disks, base image processing, removal. Their effects are the emulator's layout of what
-// Windows writes (storage.go: the emulated VHDX).
+// Windows writes (volumes.go: the emulated VHDX).
 
 // CreateSandbox is CreateSandboxLayer: a new scratch disk in the layer folder (created if
 // missing; its parent folder must exist), with the layer chain beside it, as
 // hcsshim.CreateScratchLayer leaves them.
-func (f *storageFilter) CreateSandbox(ctx context.Context, a wire.LayerArgs) error {
+func (f *Filter) CreateSandbox(ctx context.Context, a wire.LayerArgs) error {
 	if !filepath.IsAbs(a.Path) {
 		return hresult.Errorf(computecore.E_INVALIDARG, "Path: %q is not an absolute path", a.Path)
 	}
@@ -39,7 +39,7 @@ func (f *storageFilter) CreateSandbox(ctx context.Context, a wire.LayerArgs) err
 	}
 	disk := filepath.Join(p, ScratchDisk)
 	if _, err := os.Lstat(disk); err == nil {
-		return hresult.Errorf(errFileExists, "Path: layer %q already has a %s", p, ScratchDisk)
+		return hresult.Errorf(hresult.ErrFileExists, "Path: layer %q already has a %s", p, ScratchDisk)
 	}
 	if err := os.MkdirAll(p, 0o755); err != nil {
 		return hresult.Errorf(computecore.E_FAIL, "Path: creating %q: %v", p, err)
@@ -58,13 +58,13 @@ func (f *storageFilter) CreateSandbox(ctx context.Context, a wire.LayerArgs) err
 // ExpandSandbox is ExpandSandboxSize: the layer's scratch disk grows to Size bytes.
 // Assumption: a size below the disk's current one is refused with E_INVALIDARG (a VHDX cannot
 // shrink by expansion; ResizeVirtualDisk documents shrinking as a separate operation).
-func (f *storageFilter) ExpandSandbox(ctx context.Context, a wire.LayerArgs) error {
+func (f *Filter) ExpandSandbox(ctx context.Context, a wire.LayerArgs) error {
 	p, err := layerFolder("Path", a.Path)
 	if err != nil {
 		return err
 	}
 	disk := filepath.Join(p, ScratchDisk)
-	h, err := readVHDX(disk)
+	h, err := ReadVHDX(disk)
 	if err != nil {
 		return err
 	}
@@ -79,13 +79,13 @@ func (f *storageFilter) ExpandSandbox(ctx context.Context, a wire.LayerArgs) err
 
 // Destroy is DestroyLayer: the folder and all in it go. Assumption: an activated layer is
 // refused with ERROR_BUSY (its disk and files are in use by the filter on Windows).
-func (f *storageFilter) Destroy(ctx context.Context, a wire.LayerArgs) error {
+func (f *Filter) Destroy(ctx context.Context, a wire.LayerArgs) error {
 	p, err := layerFolder("Path", a.Path)
 	if err != nil {
 		return err
 	}
 	if f.active(p) {
-		return hresult.Errorf(errBusy, "Path: layer %q is activated", p)
+		return hresult.Errorf(hresult.ErrBusy, "Path: layer %q is activated", p)
 	}
 	if err := os.RemoveAll(p); err != nil {
 		return hresult.Errorf(computecore.E_ACCESSDENIED, "Path: removing %q: %v", p, err)
@@ -95,7 +95,7 @@ func (f *storageFilter) Destroy(ctx context.Context, a wire.LayerArgs) error {
 }
 
 // Exists is LayerExists: whether the layer folder is there.
-func (f *storageFilter) Exists(ctx context.Context, a wire.LayerArgs) (wire.LayerExistsReply, error) {
+func (f *Filter) Exists(ctx context.Context, a wire.LayerArgs) (wire.LayerExistsReply, error) {
 	if !filepath.IsAbs(a.Path) {
 		return wire.LayerExistsReply{}, hresult.Errorf(computecore.E_INVALIDARG, "Path: %q is not an absolute path", a.Path)
 	}
@@ -113,7 +113,7 @@ func (f *storageFilter) Exists(ctx context.Context, a wire.LayerArgs) (wire.Laye
 // (hcsshim.ProcessBaseLayer, called when a base layer's import ends): it makes the scratch
 // templates blank-base.vhdx and blank.vhdx in the layer folder, which containerd copies as each
 // container's sandbox.vhdx. The layer must have its Files folder.
-func (f *storageFilter) ProcessBaseImage(ctx context.Context, a wire.LayerArgs) error {
+func (f *Filter) ProcessBaseImage(ctx context.Context, a wire.LayerArgs) error {
 	p, err := layerFolder("Path", a.Path)
 	if err != nil {
 		return err
@@ -132,7 +132,7 @@ func (f *storageFilter) ProcessBaseImage(ctx context.Context, a wire.LayerArgs) 
 // ProcessUtilityImage post-processes a base layer's UtilityVM folder (hcsshim's
 // ProcessUtilityVMImage): it makes SystemTemplateBase.vhdx and SystemTemplate.vhdx there, the
 // latter copied as a utility VM's scratch. The folder must have its Files folder.
-func (f *storageFilter) ProcessUtilityImage(ctx context.Context, a wire.LayerArgs) error {
+func (f *Filter) ProcessUtilityImage(ctx context.Context, a wire.LayerArgs) error {
 	p, err := layerFolder("Path", a.Path)
 	if err != nil {
 		return err
@@ -150,7 +150,7 @@ func (f *storageFilter) ProcessUtilityImage(ctx context.Context, a wire.LayerArg
 
 // GrantVMAccess is GrantVmAccess: on Windows it adds the utility VM's SID to the file's
 // security descriptor. The emulator has no per-VM identities; it checks what Windows would.
-func (f *storageFilter) GrantVMAccess(ctx context.Context, a wire.GrantVmAccessArgs) error {
+func (f *Filter) GrantVMAccess(ctx context.Context, a wire.GrantVmAccessArgs) error {
 	if a.VMID == "" {
 		return hresult.Errorf(computecore.E_INVALIDARG, "VmId: no utility VM id")
 	}
@@ -163,9 +163,9 @@ func (f *storageFilter) GrantVMAccess(ctx context.Context, a wire.GrantVmAccessA
 	return nil
 }
 
-// NameToGUID is NameToGuid (storage.go).
-func (f *storageFilter) NameToGUID(ctx context.Context, a wire.NameArgs) (wire.GuidReply, error) {
-	return wire.GuidReply{GUID: nameToGUID(a.Name)}, nil
+// NameToGUID is NameToGuid (hresult.NameToGUID).
+func (f *Filter) NameToGUID(ctx context.Context, a wire.NameArgs) (wire.GuidReply, error) {
+	return wire.GuidReply{GUID: hresult.NameToGUID(a.Name)}, nil
 }
 
 // notEmulated answers the layer functions the emulator does not have yet, naming them.

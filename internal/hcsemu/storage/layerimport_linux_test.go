@@ -1,4 +1,4 @@
-package hcsemu
+package storage
 
 import (
 	"archive/tar"
@@ -74,7 +74,7 @@ func importFolder(t *testing.T, dir string, newTxt []byte) {
 func TestImportExportLayer(t *testing.T) {
 	testenv.RequireRoot(t, "trusted.* extended attributes and whiteout devices")
 	ctx := context.Background()
-	f, err := newStorageFilter(ctx, t.TempDir())
+	f, err := New(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestImportExportLayer(t *testing.T) {
 func TestImportLayerRefuses(t *testing.T) {
 	testenv.RequireRoot(t, "trusted.* extended attributes")
 	ctx := context.Background()
-	f, err := newStorageFilter(ctx, t.TempDir())
+	f, err := New(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestSettleKeepsFolderWithContent(t *testing.T) {
 func TestExportSystemDelta(t *testing.T) {
 	testenv.RequireRoot(t, "trusted.* extended attributes")
 	ctx := context.Background()
-	f, err := newStorageFilter(ctx, t.TempDir())
+	f, err := New(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ func TestPlaceholdersFollowTheMergedView(t *testing.T) {
 func TestExportLayerRefusesSymlink(t *testing.T) {
 	testenv.RequireRoot(t, "trusted.* extended attributes")
 	ctx := context.Background()
-	f, err := newStorageFilter(ctx, t.TempDir())
+	f, err := New(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
