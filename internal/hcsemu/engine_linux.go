@@ -105,8 +105,12 @@ type Engine struct {
 	closed  bool
 }
 
-// NewEngine prepares the cgroups and the spawner thread.
+// NewEngine prepares the cgroups and the spawner thread. The program must have called Reexec
+// first (reexec_linux.go).
 func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
+	if err := checkReexec(); err != nil {
+		return nil, err
+	}
 	if cfg.OSVersion == "" {
 		cfg.OSVersion = DefaultOSVersion
 	}

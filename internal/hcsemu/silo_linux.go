@@ -30,7 +30,8 @@ import (
 // silo lives until HCS terminates or shuts it down, whatever its processes do: when the first
 // process exits, the others (a `docker exec`'s, CRI ExecSync's) go on running. hcsemu gives each
 // running process-isolated container a Linux PID namespace of its own, whose PID 1 is a small
-// "silo init" (hcsemu re-executed, like the VM init of vminit_linux.go) that stands for the
+// "silo init" (hcsemu re-executed, like the VM init of vminit_linux.go; Reexec in
+// reexec_linux.go runs it) that stands for the
 // silo's system processes: it reaps orphans and lives until the system stops, so no workload
 // process is PID 1 and none takes the others with it when it exits. The init mounts the
 // namespace's procfs at the container's C:\proc, inside its chroot, which is where the test
@@ -58,12 +59,6 @@ const (
 	// siloProcDir is the folder of the container's C:\ where its procfs is mounted.
 	siloProcDir = "proc"
 )
-
-func init() {
-	if v, ok := os.LookupEnv(siloInitEnv); ok {
-		os.Exit(runSiloInit(v == "made"))
-	}
-}
 
 // runSiloInit is the silo init: fd 3 is where it says "ready" (or "error: …"), fd 4 the
 // container's C:\ (the volume's root), whose empty "proc" folder it mounts the namespace's
