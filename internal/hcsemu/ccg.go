@@ -15,7 +15,7 @@ import (
 	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
-// Container Credential Guard instances (doc.go, "gMSA"): what HcsModifyServiceSettings adds and
+// Container Credential Guard instances (docs/emulator.md, "gMSA"): what HcsModifyServiceSettings adds and
 // removes, the service property "ContainerCredentialGuard" lists, and a container document names
 // in Container.ContainerCredentialGuard.
 

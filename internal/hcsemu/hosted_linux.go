@@ -18,7 +18,7 @@ import (
 // Hosted containers: HcsCreateComputeSystem with HostingSystemId and HostedSystem. The container
 // is made of what its VM has: combined layers at Storage.Path, VSMB shares for its layers and
 // mapped directories, mapped pipes. Its processes run in the VM's namespaces and in a cgroup
-// nested in the VM's, so the VM's limits bound it. See doc.go for the contract.
+// nested in the VM's, so the VM's limits bound it. See docs/emulator.md for the contract.
 
 // hostedLink is a hosted container's tie to its VM; set at create, read under the container's
 // lock.

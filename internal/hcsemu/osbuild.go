@@ -16,7 +16,7 @@ import (
 // osBuildFile is where an OS file tree (a layer's Files/, a container's C:\, a utility VM's
 // UtilityVM/Files/) records its Windows build: the emulator's convention, which test/image writes
 // (image.OSBuildFile). Windows records the build in the SOFTWARE hive, which the emulator cannot
-// read; see doc.go.
+// read; see docs/emulator.md ("OS builds").
 const osBuildFile = "Windows/System32/hcsemu-osbuild.txt"
 
 // osBuild is a Windows build as "major.minor.build.revision"; major.minor and build decide

@@ -8,7 +8,7 @@ import (
 )
 
 // account is one account of a container's own SAM, as a Windows base image has them, and the
-// Linux identity the emulator runs its processes with (the table is in doc.go, "Users").
+// Linux identity the emulator runs its processes with (the table is in docs/emulator.md, "Users").
 type account struct {
 	// Name and Domain are what whoami shows, "Domain\Name".
 	Name, Domain string

@@ -27,7 +27,7 @@ import (
 )
 
 // Utility VMs: the lifecycle of a compute system of type VirtualMachine. The contract is in
-// doc.go ("Utility VMs"); modify requests are in vm_modify_linux.go, hosted containers in
+// docs/emulator.md ("Utility VMs"); modify requests are in vm_modify_linux.go, hosted containers in
 // hosted_linux.go. Lock order: a hosted container's lock may be held while its VM's is taken,
 // never the other way round (a VM that stops ends its hosted containers from a goroutine).
 

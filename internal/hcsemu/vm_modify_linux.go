@@ -18,8 +18,8 @@ import (
 )
 
 // HcsModifyComputeSystem on a utility VM: hot-plug of VSMB shares, SCSI disks and mapped pipes,
-// memory and processor limits, and the guest requests HCS forwards to the guest (doc.go has the
-// table). An Add runs the host part, then the guest part (undoing the host part if the guest part
+// memory and processor limits, and the guest requests HCS forwards to the guest (docs/emulator.md has
+// the table). An Add runs the host part, then the guest part (undoing the host part if the guest part
 // fails); a Remove runs the guest part first, as hcsshim orders them (internal/uvm/modify.go).
 
 const (

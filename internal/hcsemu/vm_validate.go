@@ -16,8 +16,8 @@ import (
 )
 
 // Checks of utility VM and hosted-container documents that need nothing but the document. The
-// checks against the host (paths, budget, builds) are in vm_linux.go; see doc.go for the
-// contract. Microsoft marks no field of VirtualMachine as required; the emulator requires what
+// checks against the host (paths, budget, builds) are in vm_linux.go; see docs/emulator.md for
+// the contract. Microsoft marks no field of VirtualMachine as required; the emulator requires what
 // a Windows utility VM cannot boot without and what hcsshim always sends (Chipset, ComputeTopology,
 // Devices with the "os" share), and refuses what it does not model with E_NOTIMPL naming the field,
 // rather than ignoring it.
