@@ -249,6 +249,16 @@ type system struct {
 	identity *domainIdentity
 }
 
+// moveLocked changes s's state as op does (state.go), or fails as transition does and changes nothing.
+func (s *system) moveLocked(op systemOp) error {
+	to, err := transition(s.id, s.state, op)
+	if err != nil {
+		return err
+	}
+	s.state = to
+	return nil
+}
+
 func (s *system) ref() wire.SystemRef { return wire.SystemRef{ID: s.id, Instance: s.instance} }
 
 func statDir(p string) error {
@@ -356,7 +366,9 @@ func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscribe
 		e.mu.Unlock()
 		return wire.SystemReply{}, err
 	}
-	s.state = schema2.StateCreated
+	if err := s.moveLocked(opCreate); err != nil {
+		return wire.SystemReply{}, err
+	}
 	s.refs[sub]++
 	log.G(ctx).WithFields(log.Fields{"system": id, "type": s.typ}).Info("hcsemu: compute system created")
 	return wire.SystemReply{Instance: s.instance}, nil
@@ -572,10 +584,9 @@ func (s *system) notifyLocked(ev wire.Event) {
 // stopLocked moves the system to Stopped: every process still in its cgroups is killed, its
 // mapped directories unmounted, its holders told; the cgroups are removed once empty.
 func (s *system) stopLocked(ctx context.Context, exitType schema2.NotificationType) {
-	if s.state == schema2.StateStopped {
-		return
+	if err := s.moveLocked(opExit); err != nil {
+		return // stopped already
 	}
-	s.state = schema2.StateStopped
 	s.exit = schema2.SystemExitStatus{Status: 0, ExitType: exitType}
 	if s.vm != nil || s.hosted != nil {
 		s.exit.Status = vmExitStatus(exitType)
@@ -674,8 +685,7 @@ func (e *Engine) Start(ctx context.Context, ref wire.SystemRef, options string) 
 		}
 	}
 	defer s.mu.Unlock()
-	to, err := transition(s.id, s.state, opStart)
-	if err != nil {
+	if _, err := transition(s.id, s.state, opStart); err != nil {
 		return err
 	}
 	if s.vm == nil && s.state == schema2.StateCreated {
@@ -693,7 +703,10 @@ func (e *Engine) Start(ctx context.Context, ref wire.SystemRef, options string) 
 			return err
 		}
 	}
-	s.state, s.started = to, time.Now()
+	if err := s.moveLocked(opStart); err != nil {
+		return err
+	}
+	s.started = time.Now()
 	log.G(ctx).WithField("system", s.id).Info("hcsemu: compute system started")
 	return nil
 }
@@ -709,16 +722,14 @@ func (e *Engine) Pause(ctx context.Context, ref wire.SystemRef, options string) 
 		return err
 	}
 	defer s.mu.Unlock()
-	to, err := transition(s.id, s.state, opPause)
-	if err != nil {
+	if _, err := transition(s.id, s.state, opPause); err != nil {
 		return err
 	}
 	if err := s.cg.freeze(ctx); err != nil {
 		s.cg.thaw(context.WithoutCancel(ctx))
 		return hresult.Errorf(computecore.E_FAIL, "pause compute system %q: %v", s.id, err)
 	}
-	s.state = to
-	return nil
+	return s.moveLocked(opPause)
 }
 
 // Resume thaws a paused system.
@@ -732,15 +743,13 @@ func (e *Engine) Resume(ctx context.Context, ref wire.SystemRef, options string)
 		return err
 	}
 	defer s.mu.Unlock()
-	to, err := transition(s.id, s.state, opResume)
-	if err != nil {
+	if _, err := transition(s.id, s.state, opResume); err != nil {
 		return err
 	}
 	if err := s.cg.thaw(ctx); err != nil {
 		return hresult.Errorf(computecore.E_FAIL, "resume compute system %q: %v", s.id, err)
 	}
-	s.state = to
-	return nil
+	return s.moveLocked(opResume)
 }
 
 // Terminate stops a system at once, killing its processes.

@@ -75,7 +75,7 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 	switch {
 	case vm == nil:
 		return nil, "", hresult.Errorf(computecore.E_INVALIDARG, "HostingSystemId: %q is not a utility VM", vmSys.id)
-	case vmSys.state != schema2.StateRunning:
+	case !allowed(vmSys.state, opHost):
 		return nil, "", hresult.Errorf(computecore.HCS_E_INVALID_STATE, "HostingSystemId: VM %q is %s, not Running", vmSys.id, vmSys.state)
 	case !vm.connected:
 		// Containers in a VM are made by its guest service (microsoft/hcsshim#1327).
@@ -183,7 +183,7 @@ func (s *system) mapHostedLocked(md schema2.MappedDirectory) error {
 	vmSys.mu.Lock()
 	vm := vmSys.vm
 	ref := vm.hosted[s.id]
-	if ref == nil || vmSys.state != schema2.StateRunning {
+	if ref == nil || !allowed(vmSys.state, opHost) {
 		vmSys.mu.Unlock()
 		return hresult.Errorf(computecore.HCS_E_INVALID_STATE, "container %q: its VM %q is not running", s.id, vmSys.id)
 	}

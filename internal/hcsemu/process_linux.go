@@ -130,7 +130,7 @@ func (e *Engine) CreateProcess(ctx context.Context, ref wire.SystemRef, doc stri
 		return wire.ProcessReply{}, nil, err
 	}
 	defer s.mu.Unlock()
-	if s.vm != nil && s.state != schema2.StateRunning {
+	if s.vm != nil && !allowed(s.state, opCreateProcess) {
 		return wire.ProcessReply{}, nil, hresult.Errorf(computecore.HCS_E_INVALID_STATE, "CreateProcess in VM %q: not valid in state %s", s.id, s.state)
 	}
 	if s.vm != nil && !s.vm.guest {
@@ -141,7 +141,7 @@ func (e *Engine) CreateProcess(ctx context.Context, ref wire.SystemRef, doc stri
 	if s.vol == nil {
 		return wire.ProcessReply{}, nil, hresult.Errorf(computecore.E_NOT_SUPPORTED, "compute system %q has no container storage to run a process in", s.id)
 	}
-	if s.state != schema2.StateRunning {
+	if !allowed(s.state, opCreateProcess) {
 		return wire.ProcessReply{}, nil, hresult.Errorf(computecore.HCS_E_INVALID_STATE, "CreateProcess in compute system %q: not valid in state %s", s.id, s.state)
 	}
 	p, files, err := s.startLocked(ctx, params)

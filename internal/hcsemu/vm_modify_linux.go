@@ -37,7 +37,7 @@ const (
 
 func (s *system) modifyVMLocked(ctx context.Context, req *schema2.ModifySettingRequest) error {
 	vm := s.vm
-	if s.state != schema2.StateCreated && s.state != schema2.StateRunning {
+	if !allowed(s.state, opModifyVM) {
 		return hresult.Errorf(computecore.HCS_E_INVALID_STATE, "modify VM %q: not valid in state %s", s.id, s.state)
 	}
 	var guest *schema2.GuestModifySettingRequest
