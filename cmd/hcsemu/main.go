@@ -35,6 +35,10 @@ import (
 )
 
 func main() {
+	// The engine re-executes this binary as a container's silo init and a utility VM's init.
+	if code, ok := hcsemu.Reexec(); ok {
+		os.Exit(code)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "fault" {
 		os.Exit(fault(os.Args[2:], os.Stdout, os.Stderr))
 	}

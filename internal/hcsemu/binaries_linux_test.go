@@ -57,9 +57,13 @@ func (b *testBinary) build(t *testing.T) string {
 	return b.path
 }
 
-// TestMain removes the build folder after the tests (a helper process run by
-// TestDaemonOutOfProcess builds nothing and so leaves nothing).
+// TestMain first lets the test binary be the helpers the engines under test re-execute it as
+// (Reexec: a silo init, a VM init), then runs the tests and removes the build folder (a helper
+// process run by TestDaemonOutOfProcess builds nothing and so leaves nothing).
 func TestMain(m *testing.M) {
+	if code, ok := Reexec(); ok {
+		os.Exit(code)
+	}
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)

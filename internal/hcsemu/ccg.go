@@ -12,9 +12,10 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
-// Container Credential Guard instances (doc.go, "gMSA"): what HcsModifyServiceSettings adds and
+// Container Credential Guard instances (docs/emulator.md, "gMSA"): what HcsModifyServiceSettings adds and
 // removes, the service property "ContainerCredentialGuard" lists, and a container document names
 // in Container.ContainerCredentialGuard.
 
@@ -43,7 +44,7 @@ type ccgTable struct {
 // modify applies a ContainerCredentialGuardOperationRequest.
 func (t *ccgTable) modify(settings json.RawMessage) error {
 	var req schema2.ContainerCredentialGuardOperationRequest
-	if err := decodeDocument(string(settings), &req, "Settings"); err != nil {
+	if err := hresult.Decode(string(settings), &req, "Settings"); err != nil {
 		return err
 	}
 	t.mu.Lock()
@@ -51,25 +52,25 @@ func (t *ccgTable) modify(settings json.RawMessage) error {
 	switch req.Operation {
 	case schema2.CCGAddInstance:
 		var add schema2.ContainerCredentialGuardAddInstanceRequest
-		if err := decodeDocument(string(req.OperationDetails), &add, "Settings.OperationDetails"); err != nil {
+		if err := hresult.Decode(string(req.OperationDetails), &add, "Settings.OperationDetails"); err != nil {
 			return err
 		}
 		if add.Id == "" {
-			return errorf(computecore.E_INVALIDARG, "Settings.OperationDetails.Id: empty")
+			return hresult.Errorf(computecore.E_INVALIDARG, "Settings.OperationDetails.Id: empty")
 		}
 		if add.Transport != schema2.CCGTransportLRPC && add.Transport != schema2.CCGTransportHvSocket {
-			return errorf(computecore.E_INVALIDARG, "Settings.OperationDetails.Transport=%q: want %q or %q", add.Transport, schema2.CCGTransportLRPC, schema2.CCGTransportHvSocket)
+			return hresult.Errorf(computecore.E_INVALIDARG, "Settings.OperationDetails.Transport=%q: want %q or %q", add.Transport, schema2.CCGTransportLRPC, schema2.CCGTransportHvSocket)
 		}
 		// Assumption: CCG refuses a credential spec it cannot use with E_INVALIDARG; the emulator
 		// checks it as the shim does.
 		spec, err := schema2.ParseCredentialSpec("Settings.OperationDetails.CredentialSpec", add.CredentialSpec)
 		if err != nil {
-			return errorf(computecore.E_INVALIDARG, "%v", err)
+			return hresult.Errorf(computecore.E_INVALIDARG, "%v", err)
 		}
 		// Assumption: ERROR_ALREADY_EXISTS (errAlreadyExists) for an id CCG has (undocumented;
 		// hcsshim never adds one twice).
 		if _, ok := t.byID[add.Id]; ok {
-			return errorf(errAlreadyExists, "Settings.OperationDetails.Id=%q: a Container Credential Guard instance with that id exists", add.Id)
+			return hresult.Errorf(errAlreadyExists, "Settings.OperationDetails.Id=%q: a Container Credential Guard instance with that id exists", add.Id)
 		}
 		if t.byID == nil {
 			t.byID = map[string]*ccgInstance{}
@@ -88,17 +89,17 @@ func (t *ccgTable) modify(settings json.RawMessage) error {
 		return nil
 	case schema2.CCGRemoveInstance:
 		var rm schema2.ContainerCredentialGuardRemoveInstanceRequest
-		if err := decodeDocument(string(req.OperationDetails), &rm, "Settings.OperationDetails"); err != nil {
+		if err := hresult.Decode(string(req.OperationDetails), &rm, "Settings.OperationDetails"); err != nil {
 			return err
 		}
 		if _, ok := t.byID[rm.Id]; !ok {
 			// Assumption: ERROR_NOT_FOUND, as HCS answers other lookups of unknown ids.
-			return errorf(computecore.E_ELEMENT_NOT_FOUND, "Settings.OperationDetails.Id=%q: no Container Credential Guard instance with that id", rm.Id)
+			return hresult.Errorf(computecore.E_ELEMENT_NOT_FOUND, "Settings.OperationDetails.Id=%q: no Container Credential Guard instance with that id", rm.Id)
 		}
 		delete(t.byID, rm.Id)
 		return nil
 	default:
-		return errorf(computecore.E_INVALIDARG, "Settings.Operation=%q: want %q or %q", req.Operation, schema2.CCGAddInstance, schema2.CCGRemoveInstance)
+		return hresult.Errorf(computecore.E_INVALIDARG, "Settings.Operation=%q: want %q or %q", req.Operation, schema2.CCGAddInstance, schema2.CCGRemoveInstance)
 	}
 }
 
@@ -144,7 +145,7 @@ func (t *ccgTable) resolve(field string, st *schema2.ContainerCredentialGuardSta
 			want = schema2.CCGTransportHvSocket
 		}
 		if in.state.Transport != want {
-			return nil, "", errorf(computecore.E_INVALIDARG, "%s: RpcEndpoint=%q: the instance's transport is %s; a %s container reaches its instance over %s", field, st.RpcEndpoint, in.state.Transport, isolationName(hosted), want)
+			return nil, "", hresult.Errorf(computecore.E_INVALIDARG, "%s: RpcEndpoint=%q: the instance's transport is %s; a %s container reaches its instance over %s", field, st.RpcEndpoint, in.state.Transport, isolationName(hosted), want)
 		}
 		if in.hv != nil {
 			service = strings.ToLower(in.hv.ServiceId)
@@ -156,7 +157,7 @@ func (t *ccgTable) resolve(field string, st *schema2.ContainerCredentialGuardSta
 			account: in.spec.ActiveDirectoryConfig.GroupManagedServiceAccounts[0].Name,
 		}, service, nil
 	}
-	return nil, "", errorf(computecore.E_INVALIDARG, "%s: RpcEndpoint=%q: no Container Credential Guard instance has that endpoint and cookie", field, st.RpcEndpoint)
+	return nil, "", hresult.Errorf(computecore.E_INVALIDARG, "%s: RpcEndpoint=%q: no Container Credential Guard instance has that endpoint and cookie", field, st.RpcEndpoint)
 }
 
 func isolationName(hosted bool) string {

@@ -21,6 +21,7 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu/client"
+	"github.com/openhcs/runhcs/internal/hns/hcn"
 
 	"github.com/openhcs/runhcs/internal/testenv"
 )
@@ -907,5 +908,15 @@ func statsString(st *schema2.Statistics) string {
 		return "none"
 	}
 	b, _ := json.Marshal(st)
+	return string(b)
+}
+
+// networkDoc is an HCN network document of a NAT network on subnet with gateway gw (as
+// internal/hcsemu/hns's tests make theirs), for the tests that give a daemon's containers a
+// network.
+func networkDoc(name, subnet, gw string) string {
+	b, _ := json.Marshal(hcn.HostComputeNetwork{Name: name, Type: hcn.NAT, Ipams: []hcn.Ipam{{Subnets: []hcn.Subnet{{
+		IpAddressPrefix: subnet, Routes: []hcn.Route{{NextHop: gw, DestinationPrefix: "0.0.0.0/0"}},
+	}}}}})
 	return string(b)
 }

@@ -2,49 +2,52 @@ package hcsemu
 
 import (
 	"context"
-	"fmt"
-	"os"
 
+	"github.com/openhcs/runhcs/internal/hcsemu/dispatch"
+	"github.com/openhcs/runhcs/internal/hcsemu/hns"
+	"github.com/openhcs/runhcs/internal/hcsemu/storage"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
-// The server's dispatch: a table from wire method name to the method that serves it. Each file
-// that serves a group of methods (methods_compute_linux.go for HCS compute systems and
-// processes) declares its entries beside the wire names it serves and adds them with
-// addMethods from an init function, so that a new group is a new file and touches no switch.
+// The server's dispatch table, from wire method name to the method that serves it, composed
+// explicitly in methods from each service's group: HNS's (internal/hcsemu/hns), the storage
+// filter's (internal/hcsemu/storage) and the engine's own, which files declare beside the wire
+// names they serve (methods_compute_linux.go for compute systems and processes,
+// methods_fault*_linux.go for fault injection, hostperf_linux.go). A new group of methods is
+// one more argument here; no table is filled behind the reader's back.
 
-// A method serves one request: it decodes the frame's args and calls the engine. sub is the
-// connection, the Subscriber of the handles the request opens.
-type method func(ctx context.Context, e *Engine, sub Subscriber, f *wire.Frame) (answer, error)
-
-// answer is what a method returns on success; the server turns it into the response frame.
-type answer struct {
-	result string     // the HCS result document (Frame.Result)
-	reply  any        // the method's …Reply, encoded into Frame.Reply; nil for none
-	files  []*os.File // sent with the response (a process's stdio), then closed
+// methods composes e's dispatch table, once, in NewEngine (Engine.table).
+func (e *Engine) methods() map[string]dispatch.Method {
+	return dispatch.Compose(
+		bind(e, computeMethods),
+		storage.Methods(e.storage),
+		bind(e, faultMethods),
+		bind(e, faultVMMethods),
+		bind(e, hostPerfMethods),
+		hns.Methods(e.hns),
+	)
 }
 
-// methods is the dispatch table. It is filled by init functions only and read-only afterwards.
-var methods = map[string]method{}
+// A method is an engine's wire method: a dispatch.Method once bound to its Engine.
+type method func(ctx context.Context, e *Engine, sub Subscriber, f *wire.Frame) (dispatch.Answer, error)
 
-// addMethods adds a group of entries to the table. A name served twice is a programming error.
-func addMethods(group map[string]method) {
+// bind makes dispatch methods of a group of e's methods.
+func bind(e *Engine, group map[string]method) map[string]dispatch.Method {
+	out := make(map[string]dispatch.Method, len(group))
 	for name, m := range group {
-		if _, dup := methods[name]; dup {
-			panic(fmt.Sprintf("hcsemu: wire method %q is served twice", name))
+		out[name] = func(ctx context.Context, sub dispatch.Subscriber, f *wire.Frame) (dispatch.Answer, error) {
+			return m(ctx, e, sub, f)
 		}
-		methods[name] = m
 	}
+	return out
 }
 
 // withArgs makes a method of a handler of typed args: the frame's args are decoded strictly
 // into an A first (an undecodable request fails as a protocol error, see isProtocolError).
-func withArgs[A any](h func(ctx context.Context, e *Engine, sub Subscriber, a A) (answer, error)) method {
-	return func(ctx context.Context, e *Engine, sub Subscriber, f *wire.Frame) (answer, error) {
-		var a A
-		if err := f.DecodeArgs(&a); err != nil {
-			return answer{}, err
-		}
-		return h(ctx, e, sub, a)
+func withArgs[A any](h func(ctx context.Context, e *Engine, sub Subscriber, a A) (dispatch.Answer, error)) method {
+	return func(ctx context.Context, e *Engine, sub Subscriber, f *wire.Frame) (dispatch.Answer, error) {
+		return dispatch.WithArgs(func(ctx context.Context, sub dispatch.Subscriber, a A) (dispatch.Answer, error) {
+			return h(ctx, e, sub, a)
+		})(ctx, sub, f)
 	}
 }

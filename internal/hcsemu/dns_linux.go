@@ -6,23 +6,28 @@ import (
 	"path"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hns"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
-// writeResolvConfLocked writes ResolvConfFile into a container's volume from the DNS settings
-// of the adapters it has now (dns.go): a process-isolated container's are the endpoints of its
-// HNS namespace, a hosted container's its VM's NICs. A container in no network, or one without
-// a volume, gets nothing.
+// resolvConfRel is hns.ResolvConfFile relative to the container's volume.
+const resolvConfRel = "etc/resolv.conf"
+
+// writeResolvConfLocked writes hns.ResolvConfFile into a container's volume from the DNS
+// settings of the adapters it has now (internal/hcsemu/hns dns.go): a process-isolated
+// container's are the endpoints of its HNS namespace, a hosted container's its VM's NICs. A
+// container in no network, or one without a volume, gets nothing.
 func (s *system) writeResolvConfLocked() error {
 	c := s.doc.Container
 	if c == nil || s.vol == nil {
 		return nil
 	}
-	var adapters []adapterDNS
+	var adapters []hns.AdapterDNS
 	switch {
 	case s.hosted != nil:
-		adapters = s.e.hns.vmDNS(s.doc.HostingSystemId)
+		adapters = s.e.net.VMDNS(s.doc.HostingSystemId)
 	case s.netnsID != "":
-		adapters = s.e.hns.namespaceDNS(s.netnsID)
+		adapters = s.e.net.NamespaceDNS(s.netnsID)
 	default:
 		return nil
 	}
@@ -30,8 +35,8 @@ func (s *system) writeResolvConfLocked() error {
 	if c.Networking != nil {
 		search = c.Networking.DnsSearchList
 	}
-	if err := s.vol.writeFile(resolvConfRel, []byte(resolvConf(adapters, search))); err != nil {
-		return errorf(computecore.E_FAIL, "compute system %q: write %s: %v", s.id, ResolvConfFile, err)
+	if err := s.vol.writeFile(resolvConfRel, []byte(hns.ResolvConf(adapters, search))); err != nil {
+		return hresult.Errorf(computecore.E_FAIL, "compute system %q: write %s: %v", s.id, hns.ResolvConfFile, err)
 	}
 	return nil
 }

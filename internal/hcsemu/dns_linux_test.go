@@ -11,6 +11,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hns"
 )
 
 // TestDaemonResolvConf: a process-isolated container in an HNS namespace finds its endpoint's DNS
@@ -157,7 +158,7 @@ func TestDaemonResolverOneSuffix(t *testing.T) {
 	}
 	// The DNS server listens on the emulated host's address on the network (its gateway).
 	var conn net.PacketConn
-	if err := inNetns(HostNetnsPath(d.engine.cfg.Root), func() (err error) {
+	if err := hns.InNetns(hns.HostNetnsPath(d.engine.cfg.Root), func() (err error) {
 		conn, err = net.ListenPacket("udp4", "10.253.8.1:53")
 		return err
 	}); err != nil {

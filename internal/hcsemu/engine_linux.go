@@ -18,15 +18,39 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/dispatch"
+	"github.com/openhcs/runhcs/internal/hcsemu/hns"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/layout"
+	"github.com/openhcs/runhcs/internal/hcsemu/storage"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
 // Subscriber is a client connection: it holds handles on systems and processes and receives
 // their events. Notify must not block (the server queues the event); the engine calls it with
 // the system's lock held, which keeps each connection's events in the order things happened.
-type Subscriber interface {
-	Notify(ev wire.Event)
+type Subscriber = dispatch.Subscriber
+
+// networks is what compute systems ask of HNS (internal/hcsemu/hns): a container joins and
+// leaves an HNS namespace, gets a namespace of its own for its NetworkAdapters, or has an
+// endpoint attached by an HCS v1 request; a utility VM's NICs are endpoints; and a
+// container's resolver file follows its adapters' DNS settings (dns_linux.go).
+type networks interface {
+	JoinContainer(nsID, system string) (netnsPath string, err error)
+	LeaveContainer(nsID, system string)
+	SystemNamespace(ctx context.Context, system string, endpoints []string, field func(i int) string) (id, netnsPath string, err error)
+	DeleteSystemNamespace(ctx context.Context, id string)
+	SystemEndpoint(ctx context.Context, nsID, system, epID string, add bool) error
+	AttachVMNIC(ctx context.Context, field, vm, nic, netns, epID, mac string, index int) error
+	DetachVMNIC(ctx context.Context, vm, nic, epID string)
+	NamespaceDNS(nsID string) []hns.AdapterDNS
+	VMDNS(vm string) []hns.AdapterDNS
+}
+
+// volumes is what compute systems ask of the storage filter (internal/hcsemu/storage): the
+// folder a volume path (\\?\Volume{GUID}\, as Container.Storage.Path names it) is mounted at.
+type volumes interface {
+	Resolve(p string) (target string, ok bool, err error)
 }
 
 // Config configures an Engine.
@@ -64,11 +88,14 @@ type Engine struct {
 	hostCPUs int
 	cg       *cgroupManager
 	sp       *spawner
-	hns      *hnsState
+	hns      *hns.Service // served by its own methods (dispatch_linux.go); closed with the engine
+	net      networks     // what compute systems ask of HNS: the same service
 	instance atomic.Uint64
 	cleanup  sync.WaitGroup
-	storage  *storageFilter
-	faults   faults // injected by the fault methods, for tests
+	storage  *storage.Filter            // served by its own methods (dispatch_linux.go); closed with the engine
+	volumes  volumes                    // what compute systems ask of the storage filter: the same filter
+	table    map[string]dispatch.Method // the wire methods served (dispatch_linux.go)
+	faults   faults                     // injected by the fault methods, for tests
 	vmFaults vmFaults
 	vmHost   *vmHost  // the budget and folder of utility VMs (vm_linux.go)
 	ccg      ccgTable // Container Credential Guard instances (ccg.go)
@@ -78,8 +105,12 @@ type Engine struct {
 	closed  bool
 }
 
-// NewEngine prepares the cgroups and the spawner thread.
+// NewEngine prepares the cgroups and the spawner thread. The program must have called Reexec
+// first (reexec_linux.go).
 func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
+	if err := checkReexec(); err != nil {
+		return nil, err
+	}
 	if cfg.OSVersion == "" {
 		cfg.OSVersion = DefaultOSVersion
 	}
@@ -139,17 +170,16 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		lock.Close()
 		return nil, err
 	}
-	dp, err := newLinuxNet(ctx, root)
+	hnsSvc, err := hns.New(ctx, root, hostBuild.Build)
 	if err != nil {
 		cg.removeBase()
 		lock.Close()
 		return nil, fmt.Errorf("hcsemu: HNS: %w", err)
 	}
-	hns := newHNS(dp, hostBuild.Build)
 	// Layers a dead daemon of this root attached are detached before anything is served.
-	storage, err := newStorageFilter(ctx, root)
+	filter, err := storage.New(ctx, root)
 	if err != nil {
-		hns.close(ctx)
+		hnsSvc.Close(ctx)
 		cg.removeBase()
 		lock.Close()
 		return nil, err
@@ -158,17 +188,22 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.HostProcessors > 0 {
 		hostCPUs = cfg.HostProcessors
 	}
-	return &Engine{
+	e := &Engine{
 		vmHost:   newVMHost(cfg),
-		storage:  storage,
+		storage:  filter,
+		volumes:  filter,
 		lock:     lock,
 		cfg:      cfg,
 		hostCPUs: hostCPUs,
 		cg:       cg,
 		sp:       newSpawner(),
-		hns:      hns,
+		hns:      hnsSvc,
+		net:      hnsSvc,
 		systems:  map[string]*system{},
-	}, nil
+	}
+	e.table = e.methods()
+	e.faults.served = e.table
+	return e, nil
 }
 
 // system is one compute system. Everything below mu is guarded by it.
@@ -214,6 +249,16 @@ type system struct {
 	identity *domainIdentity
 }
 
+// moveLocked changes s's state as op does (state.go), or fails as transition does and changes nothing.
+func (s *system) moveLocked(op systemOp) error {
+	to, err := transition(s.id, s.state, op)
+	if err != nil {
+		return err
+	}
+	s.state = to
+	return nil
+}
+
 func (s *system) ref() wire.SystemRef { return wire.SystemRef{ID: s.id, Instance: s.instance} }
 
 func statDir(p string) error {
@@ -230,7 +275,7 @@ func statDir(p string) error {
 // statPath checks a folder a document names: a volume path the storage filter mounted (its
 // mount point), else a path on this machine.
 func (e *Engine) statPath(p string) error {
-	if target, ok, err := e.storage.resolve(p); ok {
+	if target, ok, err := e.volumes.Resolve(p); ok {
 		if err != nil {
 			return err
 		}
@@ -246,7 +291,7 @@ func (e *Engine) statPath(p string) error {
 // path includes a symlink" (internal/hcsoci/hcsdoc_wcow.go createMountsConfig); kubelet's
 // termination message file and the pod's hosts file reach HCS that way.
 func (e *Engine) statSource(p string) error {
-	if target, ok, err := e.storage.resolve(p); ok {
+	if target, ok, err := e.volumes.Resolve(p); ok {
 		if err != nil {
 			return err
 		}
@@ -270,7 +315,7 @@ func statDirOrFile(p string) error {
 // left behind when it fails.
 func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscriber) (wire.SystemReply, error) {
 	if id == "" {
-		return wire.SystemReply{}, errorf(computecore.E_INVALIDARG, "id: a compute system needs an id")
+		return wire.SystemReply{}, hresult.Errorf(computecore.E_INVALIDARG, "id: a compute system needs an id")
 	}
 	cs, err := validateComputeSystem(doc, e.hostCPUs, e.statPath, e.statSource, hostPathsOf(ctx))
 	if err != nil {
@@ -289,9 +334,9 @@ func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscribe
 	}
 	if cs.Container != nil && cs.Container.Storage != nil {
 		s.volPath = cs.Container.Storage.Path
-		if target, ok, err := e.storage.resolve(s.volPath); ok {
+		if target, ok, err := e.volumes.Resolve(s.volPath); ok {
 			if err != nil {
-				return wire.SystemReply{}, errorf(computecore.E_PATH_NOT_FOUND, "Container.Storage.Path: %q: %v", s.volPath, err)
+				return wire.SystemReply{}, hresult.Errorf(computecore.E_PATH_NOT_FOUND, "Container.Storage.Path: %q: %v", s.volPath, err)
 			}
 			s.volPath = target
 		}
@@ -300,11 +345,11 @@ func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscribe
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return wire.SystemReply{}, errorf(computecore.HCS_E_SERVICE_NOT_AVAILABLE, "the HCS emulator is shutting down")
+		return wire.SystemReply{}, hresult.Errorf(computecore.HCS_E_SERVICE_NOT_AVAILABLE, "the HCS emulator is shutting down")
 	}
 	if _, ok := e.systems[id]; ok {
 		e.mu.Unlock()
-		return wire.SystemReply{}, errorf(computecore.HCS_E_SYSTEM_ALREADY_EXISTS, "a compute system with id %q already exists", id)
+		return wire.SystemReply{}, hresult.Errorf(computecore.HCS_E_SYSTEM_ALREADY_EXISTS, "a compute system with id %q already exists", id)
 	}
 	// Locking a mutex nobody else can have yet never blocks; holding it while the system is
 	// set up makes concurrent openers of this id wait for the outcome.
@@ -321,7 +366,9 @@ func (e *Engine) CreateSystem(ctx context.Context, id, doc string, sub Subscribe
 		e.mu.Unlock()
 		return wire.SystemReply{}, err
 	}
-	s.state = schema2.StateCreated
+	if err := s.moveLocked(opCreate); err != nil {
+		return wire.SystemReply{}, err
+	}
 	s.refs[sub]++
 	log.G(ctx).WithFields(log.Fields{"system": id, "type": s.typ}).Info("hcsemu: compute system created")
 	return wire.SystemReply{Instance: s.instance}, nil
@@ -333,7 +380,7 @@ func (s *system) setupLocked(ctx context.Context) error {
 	}
 	cg, err := s.e.cg.create(s.id)
 	if err != nil {
-		return errorf(computecore.E_FAIL, "compute system %q: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "compute system %q: %v", s.id, err)
 	}
 	s.cg = cg
 	if s.doc.VirtualMachine != nil {
@@ -363,25 +410,25 @@ func (s *system) setupContainerLocked(ctx context.Context) error {
 	}
 	if c.Processor != nil {
 		if err := cg.setProcessor(c.Processor.Count, c.Processor.Maximum, c.Processor.Weight, s.cpusLocked()); err != nil {
-			return errorf(computecore.E_FAIL, "compute system %q: Container.Processor: %v", s.id, err)
+			return hresult.Errorf(computecore.E_FAIL, "compute system %q: Container.Processor: %v", s.id, err)
 		}
 	}
 	if c.Memory != nil {
 		if err := cg.setMemory(c.Memory.SizeInMB); err != nil {
-			return errorf(computecore.E_INVALIDARG, "compute system %q: Container.Memory.SizeInMB: %v", s.id, err)
+			return hresult.Errorf(computecore.E_INVALIDARG, "compute system %q: Container.Memory.SizeInMB: %v", s.id, err)
 		}
 	}
 	if n := c.Networking; n != nil && n.Namespace != "" {
-		path, err := s.e.hns.joinContainer(n.Namespace, s.id)
+		path, err := s.e.net.JoinContainer(n.Namespace, s.id)
 		if err != nil {
 			return err
 		}
 		s.netnsID = n.Namespace
 		if s.netns, err = os.Open(path); err != nil {
-			return errorf(computecore.E_FAIL, "Container.Networking.Namespace: %q: %v", n.Namespace, err)
+			return hresult.Errorf(computecore.E_FAIL, "Container.Networking.Namespace: %q: %v", n.Namespace, err)
 		}
 	} else if n != nil && len(n.NetworkAdapters) > 0 {
-		id, path, err := s.e.hns.systemNamespace(ctx, s.id, n.NetworkAdapters, func(i int) string {
+		id, path, err := s.e.net.SystemNamespace(ctx, s.id, n.NetworkAdapters, func(i int) string {
 			return fmt.Sprintf("Container.Networking.NetworkAdapters[%d]", i)
 		})
 		if err != nil {
@@ -389,13 +436,13 @@ func (s *system) setupContainerLocked(ctx context.Context) error {
 		}
 		s.netnsID, s.ownNetns = id, true
 		if s.netns, err = os.Open(path); err != nil {
-			return errorf(computecore.E_FAIL, "Container.Networking.NetworkAdapters: the container's namespace %s: %v", id, err)
+			return hresult.Errorf(computecore.E_FAIL, "Container.Networking.NetworkAdapters: the container's namespace %s: %v", id, err)
 		}
 	}
 	if s.volPath != "" {
 		v, err := openVolume(s.volPath)
 		if err != nil {
-			return errorf(computecore.E_PATH_NOT_FOUND, "Container.Storage.Path: %q: %v", s.volPath, err)
+			return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "Container.Storage.Path: %q: %v", s.volPath, err)
 		}
 		s.vol = v
 		for i, md := range c.MappedDirectories {
@@ -441,7 +488,7 @@ func (e *Engine) lookup(ref wire.SystemRef) (*system, error) {
 		}
 		s.mu.Unlock()
 	}
-	return nil, errorf(computecore.HCS_E_SYSTEM_NOT_FOUND, "compute system %q not found", ref.ID)
+	return nil, hresult.Errorf(computecore.HCS_E_SYSTEM_NOT_FOUND, "compute system %q not found", ref.ID)
 }
 
 func (s *system) exitDocLocked() string {
@@ -537,10 +584,9 @@ func (s *system) notifyLocked(ev wire.Event) {
 // stopLocked moves the system to Stopped: every process still in its cgroups is killed, its
 // mapped directories unmounted, its holders told; the cgroups are removed once empty.
 func (s *system) stopLocked(ctx context.Context, exitType schema2.NotificationType) {
-	if s.state == schema2.StateStopped {
-		return
+	if err := s.moveLocked(opExit); err != nil {
+		return // stopped already
 	}
-	s.state = schema2.StateStopped
 	s.exit = schema2.SystemExitStatus{Status: 0, ExitType: exitType}
 	if s.vm != nil || s.hosted != nil {
 		s.exit.Status = vmExitStatus(exitType)
@@ -588,9 +634,9 @@ func (s *system) stopLocked(ctx context.Context, exitType schema2.NotificationTy
 // more. Processes still exiting keep the Linux namespace alive until they are gone.
 func (s *system) leaveNetworkLocked() {
 	if s.netnsID != "" && s.ownNetns {
-		s.e.hns.deleteSystemNamespace(context.Background(), s.netnsID)
+		s.e.net.DeleteSystemNamespace(context.Background(), s.netnsID)
 	} else if s.netnsID != "" {
-		s.e.hns.leaveContainer(s.netnsID, s.id)
+		s.e.net.LeaveContainer(s.netnsID, s.id)
 	}
 	s.netnsID, s.ownNetns = "", false
 	if s.netns != nil {
@@ -615,7 +661,7 @@ func (s *system) liveLocked() []*process {
 // Start starts a created system.
 func (e *Engine) Start(ctx context.Context, ref wire.SystemRef, options string) error {
 	var opts map[string]any
-	if err := decodeOptional(options, &opts, "start options"); err != nil {
+	if err := hresult.DecodeOptional(options, &opts, "start options"); err != nil {
 		return err
 	}
 	s, err := e.lookup(ref)
@@ -631,7 +677,7 @@ func (e *Engine) Start(ctx context.Context, ref wire.SystemRef, options string) 
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
-				return errorf(computecore.E_CANCELLED, "start of VM %q: cancelled during an injected boot delay: %v", ref.ID, ctx.Err())
+				return hresult.Errorf(computecore.E_CANCELLED, "start of VM %q: cancelled during an injected boot delay: %v", ref.ID, ctx.Err())
 			}
 			if s, err = e.lookup(ref); err != nil {
 				return err
@@ -639,8 +685,7 @@ func (e *Engine) Start(ctx context.Context, ref wire.SystemRef, options string) 
 		}
 	}
 	defer s.mu.Unlock()
-	to, err := transition(s.id, s.state, opStart)
-	if err != nil {
+	if _, err := transition(s.id, s.state, opStart); err != nil {
 		return err
 	}
 	if s.vm == nil && s.state == schema2.StateCreated {
@@ -658,7 +703,10 @@ func (e *Engine) Start(ctx context.Context, ref wire.SystemRef, options string) 
 			return err
 		}
 	}
-	s.state, s.started = to, time.Now()
+	if err := s.moveLocked(opStart); err != nil {
+		return err
+	}
+	s.started = time.Now()
 	log.G(ctx).WithField("system", s.id).Info("hcsemu: compute system started")
 	return nil
 }
@@ -666,7 +714,7 @@ func (e *Engine) Start(ctx context.Context, ref wire.SystemRef, options string) 
 // Pause freezes a running system.
 func (e *Engine) Pause(ctx context.Context, ref wire.SystemRef, options string) error {
 	var opts map[string]any
-	if err := decodeOptional(options, &opts, "pause options"); err != nil {
+	if err := hresult.DecodeOptional(options, &opts, "pause options"); err != nil {
 		return err
 	}
 	s, err := e.lookup(ref)
@@ -674,22 +722,20 @@ func (e *Engine) Pause(ctx context.Context, ref wire.SystemRef, options string) 
 		return err
 	}
 	defer s.mu.Unlock()
-	to, err := transition(s.id, s.state, opPause)
-	if err != nil {
+	if _, err := transition(s.id, s.state, opPause); err != nil {
 		return err
 	}
 	if err := s.cg.freeze(ctx); err != nil {
 		s.cg.thaw(context.WithoutCancel(ctx))
-		return errorf(computecore.E_FAIL, "pause compute system %q: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "pause compute system %q: %v", s.id, err)
 	}
-	s.state = to
-	return nil
+	return s.moveLocked(opPause)
 }
 
 // Resume thaws a paused system.
 func (e *Engine) Resume(ctx context.Context, ref wire.SystemRef, options string) error {
 	var opts map[string]any
-	if err := decodeOptional(options, &opts, "resume options"); err != nil {
+	if err := hresult.DecodeOptional(options, &opts, "resume options"); err != nil {
 		return err
 	}
 	s, err := e.lookup(ref)
@@ -697,21 +743,19 @@ func (e *Engine) Resume(ctx context.Context, ref wire.SystemRef, options string)
 		return err
 	}
 	defer s.mu.Unlock()
-	to, err := transition(s.id, s.state, opResume)
-	if err != nil {
+	if _, err := transition(s.id, s.state, opResume); err != nil {
 		return err
 	}
 	if err := s.cg.thaw(ctx); err != nil {
-		return errorf(computecore.E_FAIL, "resume compute system %q: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "resume compute system %q: %v", s.id, err)
 	}
-	s.state = to
-	return nil
+	return s.moveLocked(opResume)
 }
 
 // Terminate stops a system at once, killing its processes.
 func (e *Engine) Terminate(ctx context.Context, ref wire.SystemRef, options string) error {
 	var opts map[string]any
-	if err := decodeOptional(options, &opts, "terminate options"); err != nil {
+	if err := hresult.DecodeOptional(options, &opts, "terminate options"); err != nil {
 		return err
 	}
 	s, err := e.lookup(ref)
@@ -730,7 +774,7 @@ func (e *Engine) Terminate(ctx context.Context, ref wire.SystemRef, options stri
 // for the system to stop (a container stops with its last process), then terminates it.
 func (e *Engine) Shutdown(ctx context.Context, ref wire.SystemRef, options string) error {
 	var opts map[string]any
-	if err := decodeOptional(options, &opts, "shutdown options"); err != nil {
+	if err := hresult.DecodeOptional(options, &opts, "shutdown options"); err != nil {
 		return err
 	}
 	s, err := e.lookup(ref)
@@ -765,7 +809,7 @@ func (e *Engine) Shutdown(ctx context.Context, ref wire.SystemRef, options strin
 	case <-stopped:
 		return nil
 	case <-ctx.Done():
-		return errorf(computecore.E_CANCELLED, "shutdown of compute system %q: %v", s.id, ctx.Err())
+		return hresult.Errorf(computecore.E_CANCELLED, "shutdown of compute system %q: %v", s.id, ctx.Err())
 	case <-t.C:
 	}
 	s.mu.Lock()
@@ -799,12 +843,12 @@ func (s *system) basicLocked() schema2.Properties {
 // from the system's cgroups when asked.
 func (e *Engine) Properties(ctx context.Context, ref wire.SystemRef, query string) (string, error) {
 	var q schema2.PropertyQuery
-	if err := decodeOptional(query, &q, "PropertyQuery"); err != nil {
+	if err := hresult.DecodeOptional(query, &q, "PropertyQuery"); err != nil {
 		return "", err
 	}
 	for i, t := range q.PropertyTypes {
 		if !knownSystemProperty(t) {
-			return "", errorf(computecore.E_INVALIDARG, "PropertyTypes[%d]: %q is not a property type", i, t)
+			return "", hresult.Errorf(computecore.E_INVALIDARG, "PropertyTypes[%d]: %q is not a property type", i, t)
 		}
 	}
 	s, err := e.lookup(ref)
@@ -862,7 +906,7 @@ func (s *system) statisticsLocked() *schema2.Statistics {
 // SystemQuery matches, as a JSON array.
 func (e *Engine) Enumerate(ctx context.Context, query string) (string, error) {
 	var q schema2.SystemQuery
-	if err := decodeOptional(query, &q, "SystemQuery"); err != nil {
+	if err := hresult.DecodeOptional(query, &q, "SystemQuery"); err != nil {
 		return "", err
 	}
 	out := []schema2.Properties{}
@@ -913,12 +957,12 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 		return e.modifyV1(ctx, ref, doc)
 	}
 	var req schema2.ModifySettingRequest
-	if err := decodeDocument(doc, &req, "ModifySettingRequest"); err != nil {
+	if err := hresult.Decode(doc, &req, "ModifySettingRequest"); err != nil {
 		return err
 	}
 	settings, err := json.Marshal(req.Settings)
 	if err != nil {
-		return errorf(computecore.HCS_E_INVALID_JSON, "Settings: %v", err)
+		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "Settings: %v", err)
 	}
 	s, err := e.lookup(ref)
 	if err != nil {
@@ -926,23 +970,23 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 	}
 	defer s.mu.Unlock()
 	if s.state == schema2.StateStopped {
-		return errorf(computecore.HCS_E_INVALID_STATE, "modify compute system %q: it has stopped", s.id)
+		return hresult.Errorf(computecore.HCS_E_INVALID_STATE, "modify compute system %q: it has stopped", s.id)
 	}
 	if s.vm != nil {
 		return s.modifyVMLocked(ctx, &req)
 	}
 	if s.doc.Container == nil {
-		return errorf(computecore.E_NOT_SUPPORTED, "ResourcePath: %q: the emulator modifies containers only", req.ResourcePath)
+		return hresult.Errorf(computecore.E_NOT_SUPPORTED, "ResourcePath: %q: the emulator modifies containers only", req.ResourcePath)
 	}
 	if req.GuestRequest != nil {
 		// Assumption: a guest request goes to a utility VM's guest; a container has none.
-		return errorf(computecore.E_INVALIDARG, "GuestRequest: compute system %q is not a utility VM", s.id)
+		return hresult.Errorf(computecore.E_INVALIDARG, "GuestRequest: compute system %q is not a utility VM", s.id)
 	}
 	wantType := func(types ...schema2.RequestType) error {
 		if slices.Contains(types, req.RequestType) {
 			return nil
 		}
-		return errorf(computecore.E_INVALIDARG, "RequestType: %q is not valid for ResourcePath %q", req.RequestType, req.ResourcePath)
+		return hresult.Errorf(computecore.E_INVALIDARG, "RequestType: %q is not valid for ResourcePath %q", req.RequestType, req.ResourcePath)
 	}
 	switch req.ResourcePath {
 	case schema2.ResourcePathContainerProcessor:
@@ -950,14 +994,14 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 			return err
 		}
 		var p schema2.Processor
-		if err := decodeDocument(string(settings), &p, "Settings"); err != nil {
+		if err := hresult.Decode(string(settings), &p, "Settings"); err != nil {
 			return err
 		}
 		if err := ValidateProcessor("Settings", &p, e.hostCPUs); err != nil {
 			return err
 		}
 		if err := s.cg.setProcessor(p.Count, p.Maximum, p.Weight, e.hostCPUs); err != nil {
-			return errorf(computecore.E_FAIL, "compute system %q: %v", s.id, err)
+			return hresult.Errorf(computecore.E_FAIL, "compute system %q: %v", s.id, err)
 		}
 		s.doc.Container.Processor = &p
 	case schema2.ResourcePathContainerMemory:
@@ -965,12 +1009,12 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 			return err
 		}
 		var mb uint64
-		if err := decodeDocument(string(settings), &mb, "Settings"); err != nil {
+		if err := hresult.Decode(string(settings), &mb, "Settings"); err != nil {
 			return err
 		}
 		if err := s.cg.setMemory(mb); err != nil {
 			// The kernel refuses a limit below what the group already uses.
-			return errorf(computecore.E_INVALIDARG, "Settings: memory limit of %d MiB for compute system %q: %v", mb, s.id, err)
+			return hresult.Errorf(computecore.E_INVALIDARG, "Settings: memory limit of %d MiB for compute system %q: %v", mb, s.id, err)
 		}
 		s.doc.Container.Memory = &schema2.Memory{SizeInMB: mb}
 	case schema2.ResourcePathContainerMappedPipes:
@@ -979,11 +1023,11 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 			return err
 		}
 		var mp schema2.MappedPipe
-		if err := decodeDocument(string(settings), &mp, "Settings"); err != nil {
+		if err := hresult.Decode(string(settings), &mp, "Settings"); err != nil {
 			return err
 		}
 		if s.hosted != nil {
-			return errorf(computecore.E_NOTIMPL, "ResourcePath: %q: pipes of a container in a utility VM are the VM's (VirtualMachine/Devices/MappedPipes) and named in its document; the emulator does not add them later", req.ResourcePath)
+			return hresult.Errorf(computecore.E_NOTIMPL, "ResourcePath: %q: pipes of a container in a utility VM are the VM's (VirtualMachine/Devices/MappedPipes) and named in its document; the emulator does not add them later", req.ResourcePath)
 		}
 		if req.RequestType == schema2.RequestTypeRemove {
 			return s.removePipeLocked(mp)
@@ -997,11 +1041,11 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 			return err
 		}
 		var md schema2.MappedDirectory
-		if err := decodeDocument(string(settings), &md, "Settings"); err != nil {
+		if err := hresult.Decode(string(settings), &md, "Settings"); err != nil {
 			return err
 		}
 		if s.vol == nil {
-			return errorf(computecore.E_NOT_SUPPORTED, "compute system %q has no storage to map directories into", s.id)
+			return hresult.Errorf(computecore.E_NOT_SUPPORTED, "compute system %q has no storage to map directories into", s.id)
 		}
 		if req.RequestType == schema2.RequestTypeAdd {
 			if s.hosted != nil {
@@ -1018,7 +1062,7 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 		}
 		return s.unmapLocked(ctx, md.ContainerPath)
 	default:
-		return errorf(computecore.E_INVALIDARG, "ResourcePath: %q is not supported by the emulator", req.ResourcePath)
+		return hresult.Errorf(computecore.E_INVALIDARG, "ResourcePath: %q is not supported by the emulator", req.ResourcePath)
 	}
 	return nil
 }
@@ -1027,7 +1071,7 @@ func (e *Engine) Modify(ctx context.Context, ref wire.SystemRef, doc string) err
 // means Basic.
 func (e *Engine) ServiceProperties(ctx context.Context, query string) (string, error) {
 	var q schema2.PropertyQuery
-	if err := decodeOptional(query, &q, "PropertyQuery"); err != nil {
+	if err := hresult.DecodeOptional(query, &q, "PropertyQuery"); err != nil {
 		return "", err
 	}
 	if len(q.PropertyTypes) == 0 {
@@ -1052,7 +1096,7 @@ func (e *Engine) ServiceProperties(ctx context.Context, query string) (string, e
 			continue
 		}
 		if t != schema2.PropertyTypeBasic {
-			return "", errorf(computecore.E_INVALIDARG, "PropertyTypes[%d]: %q is not a service property type", i, t)
+			return "", hresult.Errorf(computecore.E_INVALIDARG, "PropertyTypes[%d]: %q is not a service property type", i, t)
 		}
 		b, err := json.Marshal(schema2.BasicInformation{
 			// Windows Server 2022 accepts schema 2.0 through 2.5 (hcsshim's osversion
@@ -1078,7 +1122,7 @@ func (e *Engine) ModifyServiceSettings(ctx context.Context, doc string) error {
 		PropertyType schema2.PropertyType `json:"PropertyType"`
 		Settings     json.RawMessage      `json:"Settings"`
 	}
-	if err := decodeDocument(doc, &req, "ModificationRequest"); err != nil {
+	if err := hresult.Decode(doc, &req, "ModificationRequest"); err != nil {
 		return err
 	}
 	switch req.PropertyType {
@@ -1089,9 +1133,9 @@ func (e *Engine) ModifyServiceSettings(ctx context.Context, doc string) error {
 		log.G(ctx).WithField("settings", string(req.Settings)).Info("hcsemu: Container Credential Guard modified")
 		return nil
 	case "Memory", "CpuGroup", "CacheAllocation", "CacheMonitoring", "MemoryBwAllocation":
-		return errorf(computecore.E_NOTIMPL, "PropertyType=%q: not emulated", req.PropertyType)
+		return hresult.Errorf(computecore.E_NOTIMPL, "PropertyType=%q: not emulated", req.PropertyType)
 	default:
-		return errorf(computecore.E_INVALIDARG, "PropertyType=%q: not a service setting", req.PropertyType)
+		return hresult.Errorf(computecore.E_INVALIDARG, "PropertyType=%q: not a service setting", req.PropertyType)
 	}
 }
 
@@ -1111,10 +1155,10 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.cleanup.Wait()
 	e.vmHost.close()
 	var errs []error
-	if err := e.storage.close(ctx); err != nil {
+	if err := e.storage.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if err := e.hns.close(ctx); err != nil {
+	if err := e.hns.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("HNS: %w", err))
 	}
 	if err := e.cg.removeBase(); err != nil {

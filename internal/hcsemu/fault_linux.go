@@ -11,6 +11,8 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/dispatch"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -25,6 +27,9 @@ type faults struct {
 	delay  time.Duration
 	// conns are the connections served now, closed by disconnect; by Subscriber, the connection.
 	conns map[Subscriber]func()
+	// served is the engine's dispatch table (dispatch_linux.go): the wire methods a fault may
+	// name besides the FaultOps short names.
+	served map[string]dispatch.Method
 }
 
 type stall struct {
@@ -42,11 +47,11 @@ type fail struct {
 
 // faultMethod resolves an operation name (a FaultOps short name or a wire method name) to the
 // wire method it names.
-func faultMethod(op string) (string, error) {
+func (fs *faults) faultMethod(op string) (string, error) {
 	if m, ok := wire.FaultOps[strings.ToLower(op)]; ok {
 		return m, nil
 	}
-	if _, ok := methods[op]; ok && !isFaultMethod(op) {
+	if _, ok := fs.served[op]; ok && !isFaultMethod(op) {
 		return op, nil
 	}
 	names := make([]string, 0, len(wire.FaultOps))
@@ -54,7 +59,7 @@ func faultMethod(op string) (string, error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return "", errorf(computecore.E_INVALIDARG, "fault: unknown operation %q: want one of %s or a wire method name", op, strings.Join(names, ", "))
+	return "", hresult.Errorf(computecore.E_INVALIDARG, "fault: unknown operation %q: want one of %s or a wire method name", op, strings.Join(names, ", "))
 }
 
 func isFaultMethod(method string) bool { return strings.HasPrefix(method, "Fault") }
@@ -81,7 +86,7 @@ func (fs *faults) before(ctx context.Context, method string) error {
 		case <-ctx.Done():
 			t.Stop()
 			fs.unwait(st)
-			return errorf(computecore.E_CANCELLED, "%s: cancelled during an injected delay: %v", method, ctx.Err())
+			return hresult.Errorf(computecore.E_CANCELLED, "%s: cancelled during an injected delay: %v", method, ctx.Err())
 		}
 	}
 	if st != nil {
@@ -97,7 +102,7 @@ func (fs *faults) before(ctx context.Context, method string) error {
 		case <-timeout:
 		case <-ctx.Done():
 			fs.unwait(st)
-			return errorf(computecore.E_CANCELLED, "%s: cancelled while stalled by fault injection: %v", method, ctx.Err())
+			return hresult.Errorf(computecore.E_CANCELLED, "%s: cancelled while stalled by fault injection: %v", method, ctx.Err())
 		}
 		fs.unwait(st)
 	}
@@ -114,7 +119,7 @@ func (fs *faults) before(ctx context.Context, method string) error {
 			delete(fs.fails, method)
 		}
 	}
-	return errorf(f.hr, "%s: failed by fault injection", method)
+	return hresult.Errorf(f.hr, "%s: failed by fault injection", method)
 }
 
 func (fs *faults) unwait(st *stall) {
@@ -129,12 +134,12 @@ func (fs *faults) unwait(st *stall) {
 // setStall stalls calls of op, for d when it is not 0. A stall of the same op replaces the
 // previous one, which releases its calls.
 func (fs *faults) setStall(op string, d time.Duration) error {
-	m, err := faultMethod(op)
+	m, err := fs.faultMethod(op)
 	if err != nil {
 		return err
 	}
 	if d < 0 {
-		return errorf(computecore.E_INVALIDARG, "fault: stall %s: negative duration %v", op, d)
+		return hresult.Errorf(computecore.E_INVALIDARG, "fault: stall %s: negative duration %v", op, d)
 	}
 	st := &stall{op: op, released: make(chan struct{})}
 	if d > 0 {
@@ -163,13 +168,13 @@ func (fs *faults) release(op string) error {
 		}
 		return nil
 	}
-	m, err := faultMethod(op)
+	m, err := fs.faultMethod(op)
 	if err != nil {
 		return err
 	}
 	st := fs.stalls[m]
 	if st == nil {
-		return errorf(computecore.E_INVALIDARG, "fault: release %s: no stall of %s is active", op, m)
+		return hresult.Errorf(computecore.E_INVALIDARG, "fault: release %s: no stall of %s is active", op, m)
 	}
 	close(st.released)
 	delete(fs.stalls, m)
@@ -178,15 +183,15 @@ func (fs *faults) release(op string) error {
 
 // setFail makes the next count calls of op (every call when count is 0) fail with hr.
 func (fs *faults) setFail(op string, hr computecore.HRESULT, count int) error {
-	m, err := faultMethod(op)
+	m, err := fs.faultMethod(op)
 	if err != nil {
 		return err
 	}
 	if hr == 0 || int32(hr) >= 0 {
-		return errorf(computecore.E_INVALIDARG, "fault: fail %s: HRESULT %#x is not a failure", op, uint32(hr))
+		return hresult.Errorf(computecore.E_INVALIDARG, "fault: fail %s: HRESULT %#x is not a failure", op, uint32(hr))
 	}
 	if count < 0 {
-		return errorf(computecore.E_INVALIDARG, "fault: fail %s: negative count %d", op, count)
+		return hresult.Errorf(computecore.E_INVALIDARG, "fault: fail %s: negative count %d", op, count)
 	}
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -199,7 +204,7 @@ func (fs *faults) setFail(op string, hr computecore.HRESULT, count int) error {
 
 func (fs *faults) setDelay(d time.Duration) error {
 	if d < 0 {
-		return errorf(computecore.E_INVALIDARG, "fault: delay: negative duration %v", d)
+		return hresult.Errorf(computecore.E_INVALIDARG, "fault: delay: negative duration %v", d)
 	}
 	fs.mu.Lock()
 	fs.delay = d
@@ -287,7 +292,7 @@ func (e *Engine) Crash(ctx context.Context, id string) error {
 	}
 	defer s.mu.Unlock()
 	if s.state == schema2.StateStopped {
-		return errorf(computecore.HCS_E_INVALID_STATE, "fault: crash %q: the compute system is already stopped", id)
+		return hresult.Errorf(computecore.HCS_E_INVALID_STATE, "fault: crash %q: the compute system is already stopped", id)
 	}
 	s.stopLocked(ctx, schema2.NotificationUnexpectedExit)
 	log.G(ctx).WithField("system", id).Warn("hcsemu: compute system crashed by fault injection")

@@ -1,10 +1,13 @@
 package hcsemu
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -19,13 +22,13 @@ type vmFaults struct {
 
 func (f *vmFaults) set(id string, boot time.Duration, guest computecore.HRESULT) error {
 	if id == "" {
-		return errorf(computecore.E_INVALIDARG, "fault: vm: no VM id (or \"*\" for every VM)")
+		return hresult.Errorf(computecore.E_INVALIDARG, "fault: vm: no VM id (or \"*\" for every VM)")
 	}
 	if boot < 0 {
-		return errorf(computecore.E_INVALIDARG, "fault: vm %s: negative boot delay %v", id, boot)
+		return hresult.Errorf(computecore.E_INVALIDARG, "fault: vm %s: negative boot delay %v", id, boot)
 	}
 	if guest != 0 && int32(guest) >= 0 {
-		return errorf(computecore.E_INVALIDARG, "fault: vm %s: HRESULT %#x is not a failure", id, uint32(guest))
+		return hresult.Errorf(computecore.E_INVALIDARG, "fault: vm %s: HRESULT %#x is not a failure", id, uint32(guest))
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -62,7 +65,7 @@ func (f *vmFaults) list() []wire.FaultVMArgs {
 		ids[id] = true
 	}
 	var out []wire.FaultVMArgs
-	for _, id := range sortedKeys(ids) {
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		out = append(out, wire.FaultVMArgs{System: id, BootDelayMs: f.boots[id].Milliseconds(), GuestHResult: f.guest[id]})
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/computenetwork"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -45,11 +46,11 @@ func isV1ModifyRequest(doc string) bool {
 // adding or removing an HNS endpoint to or from the container's network namespace.
 func (e *Engine) modifyV1(ctx context.Context, ref wire.SystemRef, doc string) error {
 	var req v1ModifyRequest
-	if err := decodeDocument(doc, &req, "ResourceModificationRequestResponse"); err != nil {
+	if err := hresult.Decode(doc, &req, "ResourceModificationRequestResponse"); err != nil {
 		return err
 	}
 	if req.ResourceType != "Network" {
-		return errorf(computecore.E_NOTIMPL, "ResourceType: %q: of schema 1's modify requests the emulator serves Network only", req.ResourceType)
+		return hresult.Errorf(computecore.E_NOTIMPL, "ResourceType: %q: of schema 1's modify requests the emulator serves Network only", req.ResourceType)
 	}
 	var add bool
 	switch req.RequestType {
@@ -57,11 +58,11 @@ func (e *Engine) modifyV1(ctx context.Context, ref wire.SystemRef, doc string) e
 		add = true
 	case "Remove":
 	default:
-		return errorf(computecore.E_INVALIDARG, "RequestType: %q is not valid for ResourceType Network (Add, Remove)", req.RequestType)
+		return hresult.Errorf(computecore.E_INVALIDARG, "RequestType: %q is not valid for ResourceType Network (Add, Remove)", req.RequestType)
 	}
 	var epID string
 	if err := json.Unmarshal(req.Settings, &epID); err != nil || epID == "" {
-		return errorf(computecore.HCS_E_INVALID_JSON, "Settings: %s: want the endpoint's id, a string", string(req.Settings))
+		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "Settings: %s: want the endpoint's id, a string", string(req.Settings))
 	}
 	s, err := e.lookup(ref)
 	if err != nil {
@@ -69,25 +70,25 @@ func (e *Engine) modifyV1(ctx context.Context, ref wire.SystemRef, doc string) e
 	}
 	defer s.mu.Unlock()
 	if s.state == schema2.StateStopped {
-		return errorf(computecore.HCS_E_INVALID_STATE, "modify compute system %q: it has stopped", s.id)
+		return hresult.Errorf(computecore.HCS_E_INVALID_STATE, "modify compute system %q: it has stopped", s.id)
 	}
 	if s.doc.Container == nil {
-		return errorf(computecore.E_NOT_SUPPORTED, "ResourceType: Network: compute system %q is not a container", s.id)
+		return hresult.Errorf(computecore.E_NOT_SUPPORTED, "ResourceType: Network: compute system %q is not a container", s.id)
 	}
 	if s.hosted != nil {
 		// Its network is the VM's (vm_network_linux.go): endpoints reach it as NICs of the VM.
-		return errorf(computecore.E_NOT_SUPPORTED, "ResourceType: Network: compute system %q runs in utility VM %q, whose NICs are its network (VirtualMachine/Devices/NetworkAdapters)", s.id, s.doc.HostingSystemId)
+		return hresult.Errorf(computecore.E_NOT_SUPPORTED, "ResourceType: Network: compute system %q runs in utility VM %q, whose NICs are its network (VirtualMachine/Devices/NetworkAdapters)", s.id, s.doc.HostingSystemId)
 	}
 	if s.netnsID == "" {
 		if err := e.firstEndpointLocked(ctx, s, epID, add); err != nil {
 			return err
 		}
-	} else if err := e.hns.systemEndpoint(ctx, s.netnsID, s.id, epID, add); err != nil {
-		// The lock order is system → hns (hns.go).
+	} else if err := e.net.SystemEndpoint(ctx, s.netnsID, s.id, epID, add); err != nil {
+		// The lock order is system → hns (internal/hcsemu/hns objects.go).
 		return err
 	}
 	if s.state != schema2.StateCreated {
-		// The container's adapters changed: so does what its resolver reads (dns.go); a
+		// The container's adapters changed: so does what its resolver reads (dns_linux.go); a
 		// created one gets the file when it starts.
 		if err := s.writeResolvConfLocked(); err != nil {
 			log.G(ctx).WithError(err).WithField("system", s.id).Warn("hcsemu: could not rewrite the container's resolver file")
@@ -107,20 +108,20 @@ func (e *Engine) modifyV1(ctx context.Context, ref wire.SystemRef, doc string) e
 // already run in the daemon's namespace is refused rather than half done.
 func (e *Engine) firstEndpointLocked(ctx context.Context, s *system, epID string, add bool) error {
 	if !add {
-		return errorf(computecore.HRESULT(computenetwork.HCN_E_ENDPOINT_NOT_FOUND), "Settings: endpoint %s is not attached to compute system %q (it has no network namespace)", epID, s.id)
+		return hresult.Errorf(computecore.HRESULT(computenetwork.HCN_E_ENDPOINT_NOT_FOUND), "Settings: endpoint %s is not attached to compute system %q (it has no network namespace)", epID, s.id)
 	}
 	if s.everRan || len(s.procs) > 0 {
-		return errorf(computecore.E_NOTIMPL, "ResourceType: Network: compute system %q has no network namespace (Container.Networking.Namespace) "+
+		return hresult.Errorf(computecore.E_NOTIMPL, "ResourceType: Network: compute system %q has no network namespace (Container.Networking.Namespace) "+
 			"and its processes already run outside one; hot-adding endpoint %s to it is not emulated", s.id, epID)
 	}
-	id, path, err := e.hns.systemNamespace(ctx, s.id, []string{epID}, func(int) string { return "Settings" })
+	id, path, err := e.net.SystemNamespace(ctx, s.id, []string{epID}, func(int) string { return "Settings" })
 	if err != nil {
 		return err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		e.hns.deleteSystemNamespace(ctx, id)
-		return errorf(computecore.E_FAIL, "the network namespace of compute system %q: %v", s.id, err)
+		e.net.DeleteSystemNamespace(ctx, id)
+		return hresult.Errorf(computecore.E_FAIL, "the network namespace of compute system %q: %v", s.id, err)
 	}
 	s.netnsID, s.netns, s.ownNetns = id, f, true
 	log.G(ctx).WithFields(log.Fields{"system": s.id, "endpoint": epID, "namespace": id}).Info("hcsemu: v1 network modify: a namespace for the container")

@@ -14,6 +14,8 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/computenetwork"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hns"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
@@ -26,7 +28,7 @@ func hrOf(err error) computecore.HRESULT {
 	if err == nil {
 		return 0
 	}
-	return AsError(err).HResult
+	return hresult.As(err).HResult
 }
 
 // TestV1NetworkModify checks HCS v1's Network modify request, hcsshim's HotAttachEndpoint and
@@ -104,7 +106,7 @@ func TestV1NetworkModify(t *testing.T) {
 		{"remove from a container without a namespace", bare, v1NetworkRequest("Remove", epID), computecore.HRESULT(computenetwork.HCN_E_ENDPOINT_NOT_FOUND), "not attached"},
 	} {
 		err := modifyOn(c.sys, c.doc)
-		if e := AsError(err); err == nil || e.HResult != c.hr || !strings.Contains(err.Error(), c.want) {
+		if e := hresult.As(err); err == nil || e.HResult != c.hr || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want %v naming %q", c.name, err, c.hr, c.want)
 		}
 	}
@@ -135,9 +137,9 @@ func TestV1NetworkModify(t *testing.T) {
 
 	// The running server is reached at the endpoint's address now: the endpoint joined the
 	// namespace its processes run in.
-	hostPath := HostNetnsPath(d.engine.cfg.Root)
+	hostPath := hns.HostNetnsPath(d.engine.cfg.Root)
 	var answer string
-	err = inNetns(hostPath, func() error {
+	err = hns.InNetns(hostPath, func() error {
 		c, err := net.DialTimeout("tcp", "10.253.1.5:7000", 5*time.Second)
 		if err != nil {
 			return err
@@ -205,7 +207,7 @@ func TestV1NetworkModifyWithoutNamespace(t *testing.T) {
 		t.Fatalf("server: %q, %v", line, err)
 	}
 	var answer string
-	err = inNetns(HostNetnsPath(d.engine.cfg.Root), func() error {
+	err = hns.InNetns(hns.HostNetnsPath(d.engine.cfg.Root), func() error {
 		c, err := net.DialTimeout("tcp", "10.253.3.5:7000", 5*time.Second)
 		if err != nil {
 			return err
@@ -314,7 +316,7 @@ func TestNetworkAdapters(t *testing.T) {
 		t.Fatalf("server: %q, %v", line, err)
 	}
 	var answer string
-	err = inNetns(HostNetnsPath(d.engine.cfg.Root), func() error {
+	err = hns.InNetns(hns.HostNetnsPath(d.engine.cfg.Root), func() error {
 		c, err := net.DialTimeout("tcp", "10.253.2.5:7000", 5*time.Second)
 		if err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hns"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
@@ -74,10 +75,10 @@ func TestDaemonNetworking(t *testing.T) {
 	if err != nil || !strings.HasPrefix(line, "listening") {
 		t.Fatalf("server: %q, %v", line, err)
 	}
-	hostPath := HostNetnsPath(root)
+	hostPath := hns.HostNetnsPath(root)
 	dialFromHost := func(addr string) (string, error) {
 		var answer string
-		err := inNetns(hostPath, func() error {
+		err := hns.InNetns(hostPath, func() error {
 			c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 			if err != nil {
 				return err
@@ -139,14 +140,8 @@ func TestDaemonNetworking(t *testing.T) {
 			t.Errorf("left in %s: %s", filepath.Join(root, "netns"), e.Name())
 		}
 	}
-	links, err := d.engine.hns.dp.(*linuxNet).host.LinkList()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range links {
-		if l.Attrs().Name != "lo" {
-			t.Errorf("link left in the emulated host: %s", l.Attrs().Name)
-		}
+	for l := range links(t, hostPath) {
+		t.Errorf("link left in the emulated host: %s", l)
 	}
 }
 
@@ -160,10 +155,10 @@ func TestNetnsCleanedOnRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := filepath.Join(dir, "6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11")
-	if err := newNetnsFile(stale); err != nil {
+	if err := hns.NewNetnsFile(stale); err != nil {
 		t.Fatal(err)
 	}
-	if err := newNetnsFile(filepath.Join(dir, "host")); err != nil {
+	if err := hns.NewNetnsFile(filepath.Join(dir, "host")); err != nil {
 		t.Fatal(err)
 	}
 	e, err := NewEngine(context.Background(), Config{Root: root})
@@ -194,100 +189,4 @@ func mountsIn(root string) []string {
 		}
 	}
 	return out
-}
-
-// TestPortMappingsFromHost checks, with real packets, what the emulated host's own programs
-// reach of its port mappings, per network type and host build (hostReachOf has the sources),
-// and that another endpoint reaches every mapping at the host's address whatever the host's own
-// programs may: on a Windows Server 2022 host a NAT network's mapping answers at the host's
-// address and at 127.0.0.1 (WinNAT, from 1809); an L2Bridge network's (VFP) answers the host at
-// neither without the LocalRoutedVip flag, and at the host's address only with it; on a
-// Windows Server 2016 host a NAT mapping answers the host at neither.
-func TestPortMappingsFromHost(t *testing.T) {
-	for _, tc := range []struct {
-		name, build, netType string
-		flags                uint32
-		address, loopback    bool // whether the host reaches the mapping there
-	}{
-		{"NAT 2022", "10.0.20348.1", hcn.NAT, 0, true, true},
-		{"L2Bridge 2022", "10.0.20348.1", hcn.L2Bridge, 0, false, false},
-		{"L2Bridge LocalRoutedVip 2022", "10.0.20348.1", hcn.L2Bridge, natFlagsLocalRoutedVip, true, false},
-		{"NAT 2016", "10.0.14393.1", hcn.NAT, 0, false, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newVMEngine(t, tc.build, 0)
-			h, ctx, root := e.hns, context.Background(), e.cfg.Root
-			b, _ := json.Marshal(hcn.HostComputeNetwork{Name: "ports", Type: tc.netType, Ipams: []hcn.Ipam{{Subnets: []hcn.Subnet{{
-				IpAddressPrefix: "10.254.0.0/24", Routes: []hcn.Route{{NextHop: "10.254.0.1", DestinationPrefix: "0.0.0.0/0"}},
-			}}}}})
-			netID, err := h.CreateNetwork(ctx, "", string(b))
-			if err != nil {
-				t.Fatal(err)
-			}
-			// netnsWith makes an HNS namespace holding an endpoint at ip with policies and
-			// returns its network namespace file.
-			netnsWith := func(ip, policies string) string {
-				t.Helper()
-				epID, err := h.CreateEndpoint(ctx, netID, "", fmt.Sprintf(`{"IpConfigurations":[{"IpAddress":%q}],"Policies":[%s]}`, ip, policies))
-				if err != nil {
-					t.Fatal(err)
-				}
-				nsID, err := h.CreateNamespace(ctx, "", `{}`)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := h.ModifyNamespace(ctx, nsID, fmt.Sprintf(`{"ResourceType":"Endpoint","RequestType":"Add","Settings":{"EndpointId":%q}}`, epID)); err != nil {
-					t.Fatal(err)
-				}
-				return filepath.Join(root, "netns", nsID)
-			}
-			server := netnsWith("10.254.0.10", fmt.Sprintf(`{"Type":"PortMapping","Settings":{"Protocol":6,"InternalPort":7000,"ExternalPort":17000,"Flags":%d}}`, tc.flags))
-			client := netnsWith("10.254.0.20", "")
-			var ln net.Listener
-			if err := inNetns(server, func() (err error) { ln, err = net.Listen("tcp", "0.0.0.0:7000"); return err }); err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					fmt.Fprintf(c, "hello from the endpoint\n")
-					c.Close()
-				}
-			}()
-			// reaches says whether a connection from the network namespace file ns to addr
-			// gets the server's line. Nothing listens at the host's own addresses, so a
-			// connection no rule maps is refused at once.
-			reaches := func(ns, addr string) bool {
-				var line string
-				err := inNetns(ns, func() error {
-					c, err := net.DialTimeout("tcp", addr, 3*time.Second)
-					if err != nil {
-						return err
-					}
-					defer c.Close()
-					c.SetDeadline(time.Now().Add(10 * time.Second))
-					line, err = bufio.NewReader(c).ReadString('\n')
-					return err
-				})
-				return err == nil && line == "hello from the endpoint\n"
-			}
-			host := HostNetnsPath(root)
-			if !reaches(host, "10.254.0.10:7000") {
-				t.Fatal("the host does not reach the endpoint at its own address")
-			}
-			if got := reaches(host, "10.254.0.1:17000"); got != tc.address {
-				t.Errorf("the host at its address 10.254.0.1:17000 reaches the mapping: %v, want %v", got, tc.address)
-			}
-			if got := reaches(host, "127.0.0.1:17000"); got != tc.loopback {
-				t.Errorf("the host at 127.0.0.1:17000 reaches the mapping: %v, want %v", got, tc.loopback)
-			}
-			if !reaches(client, "10.254.0.1:17000") {
-				t.Error("another endpoint does not reach the mapping at the host's address 10.254.0.1:17000")
-			}
-		})
-	}
 }

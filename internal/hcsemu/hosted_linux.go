@@ -11,13 +11,14 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
 // Hosted containers: HcsCreateComputeSystem with HostingSystemId and HostedSystem. The container
 // is made of what its VM has: combined layers at Storage.Path, VSMB shares for its layers and
 // mapped directories, mapped pipes. Its processes run in the VM's namespaces and in a cgroup
-// nested in the VM's, so the VM's limits bound it. See doc.go for the contract.
+// nested in the VM's, so the VM's limits bound it. See docs/emulator.md for the contract.
 
 // hostedLink is a hosted container's tie to its VM; set at create, read under the container's
 // lock.
@@ -50,7 +51,7 @@ func (s *system) setupHostedLocked(ctx context.Context) error {
 	c := *hs.Container
 	vmSys, err := s.e.lookup(wire.SystemRef{ID: s.doc.HostingSystemId})
 	if err != nil {
-		return errorf(computecore.HCS_E_SYSTEM_NOT_FOUND, "HostingSystemId: %q: no such compute system", s.doc.HostingSystemId)
+		return hresult.Errorf(computecore.HCS_E_SYSTEM_NOT_FOUND, "HostingSystemId: %q: no such compute system", s.doc.HostingSystemId)
 	}
 	link, volPath, err := s.attachToVM(vmSys, &c)
 	vmSys.mu.Unlock()
@@ -62,7 +63,7 @@ func (s *system) setupHostedLocked(ctx context.Context) error {
 	// Its processes run in the VM's network stack; c names no HNS namespace to join any more
 	// (hostedNetwork).
 	if s.netns, err = os.Open(link.netns); err != nil {
-		return errorf(computecore.E_FAIL, "compute system %q: the network namespace of VM %q: %v", s.id, s.doc.HostingSystemId, err)
+		return hresult.Errorf(computecore.E_FAIL, "compute system %q: the network namespace of VM %q: %v", s.id, s.doc.HostingSystemId, err)
 	}
 	return s.setupContainerLocked(ctx)
 }
@@ -73,12 +74,12 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 	vm := vmSys.vm
 	switch {
 	case vm == nil:
-		return nil, "", errorf(computecore.E_INVALIDARG, "HostingSystemId: %q is not a utility VM", vmSys.id)
-	case vmSys.state != schema2.StateRunning:
-		return nil, "", errorf(computecore.HCS_E_INVALID_STATE, "HostingSystemId: VM %q is %s, not Running", vmSys.id, vmSys.state)
+		return nil, "", hresult.Errorf(computecore.E_INVALIDARG, "HostingSystemId: %q is not a utility VM", vmSys.id)
+	case !allowed(vmSys.state, opHost):
+		return nil, "", hresult.Errorf(computecore.HCS_E_INVALID_STATE, "HostingSystemId: VM %q is %s, not Running", vmSys.id, vmSys.state)
 	case !vm.connected:
 		// Containers in a VM are made by its guest service (microsoft/hcsshim#1327).
-		return nil, "", errorf(computecore.E_NOT_SUPPORTED, "HostingSystemId: VM %q has no guest connection (VirtualMachine.GuestConnection)", vmSys.id)
+		return nil, "", hresult.Errorf(computecore.E_NOT_SUPPORTED, "HostingSystemId: VM %q has no guest connection (VirtualMachine.GuestConnection)", vmSys.id)
 	}
 	const f = "HostedSystem.Container"
 	ref := &hostedRef{}
@@ -88,7 +89,7 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 	}
 	cl := vm.layers[key]
 	if cl == nil {
-		return nil, "", errorf(computecore.E_PATH_NOT_FOUND, "%s.Storage.Path: %q: no CombinedLayers were applied there in VM %q", f, c.Storage.Path, vmSys.id)
+		return nil, "", hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s.Storage.Path: %q: no CombinedLayers were applied there in VM %q", f, c.Storage.Path, vmSys.id)
 	}
 	ref.layers = key
 	ref.shares = append(ref.shares, cl.shares...)
@@ -110,7 +111,7 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 			return nil, "", err
 		}
 		if ok && b.Build > vm.build.Build {
-			return nil, "", errorf(computecore.HCS_E_IMAGE_MISMATCH, "%s.Storage.Layers: the image's build %s is newer than VM %q's (%s)", f, b.Version, vmSys.id, vm.build.Version)
+			return nil, "", hresult.Errorf(computecore.HCS_E_IMAGE_MISMATCH, "%s.Storage.Layers: the image's build %s is newer than VM %q's (%s)", f, b.Version, vmSys.id, vm.build.Version)
 		}
 	}
 	if st := c.ContainerCredentialGuard; st != nil {
@@ -125,7 +126,7 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 			return nil, "", err
 		}
 		if svc, ok := vm.hvServices[service]; !ok || svc.Disabled {
-			return nil, "", errorf(computecore.E_INVALIDARG, "%s: RpcEndpoint=%q: the instance's HvSocket service %s is not in VM %q's service table (or is disabled): add it at %s first", field, st.RpcEndpoint, service, vmSys.id, fmt.Sprintf(schema2.ResourcePathHvSocketServiceFormat, service))
+			return nil, "", hresult.Errorf(computecore.E_INVALIDARG, "%s: RpcEndpoint=%q: the instance's HvSocket service %s is not in VM %q's service table (or is disabled): add it at %s first", field, st.RpcEndpoint, service, vmSys.id, fmt.Sprintf(schema2.ResourcePathHvSocketServiceFormat, service))
 		}
 		ref.services = append(ref.services, service)
 		s.identity = id
@@ -135,7 +136,7 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 		return nil, "", err
 	}
 	if c.Processor != nil && c.Processor.Count > vm.count {
-		return nil, "", errorf(computecore.E_INVALIDARG, "%s.Processor.Count: %d is more than VM %q's %d processors", f, c.Processor.Count, vmSys.id, vm.count)
+		return nil, "", hresult.Errorf(computecore.E_INVALIDARG, "%s.Processor.Count: %d is more than VM %q's %d processors", f, c.Processor.Count, vmSys.id, vm.count)
 	}
 	shares, err := translateMappedDirectories(vm, c, f)
 	if err != nil {
@@ -147,11 +148,11 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 		prefix := strings.ToLower(schema2.VSMBGuestPipePath(""))
 		name, ok := strings.CutPrefix(strings.ToLower(mp.HostPath), prefix)
 		if !ok || name == "" {
-			return nil, "", errorf(computecore.E_INVALIDARG, "%s: %q is not a mapped pipe of the VM (%s<name>)", field, mp.HostPath, schema2.VSMBGuestPipePath(""))
+			return nil, "", hresult.Errorf(computecore.E_INVALIDARG, "%s: %q is not a mapped pipe of the VM (%s<name>)", field, mp.HostPath, schema2.VSMBGuestPipePath(""))
 		}
 		hostPipe, ok := vm.pipes[`\\.\pipe\`+name]
 		if !ok {
-			return nil, "", errorf(computecore.E_PATH_NOT_FOUND, "%s: %q: no pipe \\\\.\\pipe\\%s is mapped into VM %q", field, mp.HostPath, name, vmSys.id)
+			return nil, "", hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s: %q: no pipe \\\\.\\pipe\\%s is mapped into VM %q", field, mp.HostPath, name, vmSys.id)
 		}
 		// The container reaches the host pipe the VM was given (pipes_linux.go): the VM's
 		// share of it is what HCS would go through.
@@ -163,7 +164,7 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 	}
 	cg, err := s.e.cg.createNested(vmSys.cg, s.id)
 	if err != nil {
-		return nil, "", errorf(computecore.E_FAIL, "compute system %q: %v", s.id, err)
+		return nil, "", hresult.Errorf(computecore.E_FAIL, "compute system %q: %v", s.id, err)
 	}
 	s.cg = cg
 	vm.hosted[s.id] = ref
@@ -176,15 +177,15 @@ func (s *system) attachToVM(vmSys *system, c *schema2.Container) (*hostedLink, s
 // share it names is then in use by the container.
 func (s *system) mapHostedLocked(md schema2.MappedDirectory) error {
 	if md.HostPath == "" || md.ContainerPath == "" {
-		return errorf(computecore.HCS_E_INVALID_JSON, "Settings.HostPath, Settings.ContainerPath: missing required field")
+		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "Settings.HostPath, Settings.ContainerPath: missing required field")
 	}
 	vmSys := s.hosted.vm
 	vmSys.mu.Lock()
 	vm := vmSys.vm
 	ref := vm.hosted[s.id]
-	if ref == nil || vmSys.state != schema2.StateRunning {
+	if ref == nil || !allowed(vmSys.state, opHost) {
 		vmSys.mu.Unlock()
-		return errorf(computecore.HCS_E_INVALID_STATE, "container %q: its VM %q is not running", s.id, vmSys.id)
+		return hresult.Errorf(computecore.HCS_E_INVALID_STATE, "container %q: its VM %q is not running", s.id, vmSys.id)
 	}
 	c := schema2.Container{MappedDirectories: []schema2.MappedDirectory{md}}
 	shares, err := translateMappedDirectories(vm, &c, "Settings")
@@ -213,7 +214,7 @@ func translateMappedDirectories(vm *vmState, c *schema2.Container, f string) ([]
 			}
 			fi, err := os.Stat(host)
 			if err != nil {
-				return nil, errorf(computecore.E_PATH_NOT_FOUND, "%s: %q: %v", field, md.HostPath, err)
+				return nil, hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s: %q: %v", field, md.HostPath, err)
 			}
 			o := share.share.Options
 			if o == nil {
@@ -222,9 +223,9 @@ func translateMappedDirectories(vm *vmState, c *schema2.Container, f string) ([]
 			switch {
 			case o.RestrictFileAccess && (fi.IsDir() || filepath.Dir(host) != filepath.Clean(share.share.Path) || !slices.Contains(share.share.AllowedFiles, filepath.Base(host))):
 				// A restricted share serves only its AllowedFiles (VirtDocs VirtualSmbShareOptions).
-				return nil, errorf(computecore.E_ACCESSDENIED, "%s: %q: the share %q allows only its AllowedFiles %q", field, md.HostPath, name, share.share.AllowedFiles)
+				return nil, hresult.Errorf(computecore.E_ACCESSDENIED, "%s: %q: the share %q allows only its AllowedFiles %q", field, md.HostPath, name, share.share.AllowedFiles)
 			case !fi.IsDir() && !fi.Mode().IsRegular():
-				return nil, errorf(computecore.E_INVALIDARG, "%s: %q is neither a folder nor a file", field, md.HostPath)
+				return nil, hresult.Errorf(computecore.E_INVALIDARG, "%s: %q is neither a folder nor a file", field, md.HostPath)
 			}
 			md.ReadOnly = md.ReadOnly || o.ReadOnly
 			shares = append(shares, name)
@@ -292,7 +293,7 @@ func (s *system) checkProcessIsolatedBuildLocked() error {
 		// Windows says "The operating system of the container does not match the operating
 		// system of the host. (0xc0370101)" (reported by users; docs/notes/hyperv.md §4) and names
 		// no build; the emulator adds both.
-		return errorf(computecore.HCS_E_IMAGE_MISMATCH, "Container.Storage.Path: the operating system of the container (build %s) does not match the operating system of the host (build %s)", b.Version, host.Version)
+		return hresult.Errorf(computecore.HCS_E_IMAGE_MISMATCH, "Container.Storage.Path: the operating system of the container (build %s) does not match the operating system of the host (build %s)", b.Version, host.Version)
 	}
 	return nil
 }

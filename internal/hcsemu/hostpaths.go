@@ -3,11 +3,15 @@ package hcsemu
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
+	"github.com/openhcs/runhcs/internal/hcsemu/storage"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -24,19 +28,19 @@ type hostPaths struct {
 // newHostPaths checks a ClientPaths request's args.
 func newHostPaths(a wire.ClientPathsArgs) (*hostPaths, error) {
 	if a.DosDevices == "" {
-		return nil, errorf(computecore.HCS_E_INVALID_JSON, "dosDevices: missing required field")
+		return nil, hresult.Errorf(computecore.HCS_E_INVALID_JSON, "dosDevices: missing required field")
 	}
-	if err := checkDosDevices(a.DosDevices); err != nil {
+	if err := storage.CheckDosDevices(a.DosDevices); err != nil {
 		return nil, err
 	}
 	hp := &hostPaths{dosDevices: filepath.Clean(a.DosDevices), volumes: map[string]byte{}}
 	for name, drive := range a.Volumes {
-		guid, ok := volumeGUID(name)
+		guid, ok := storage.VolumeGUID(name)
 		if !ok {
-			return nil, errorf(computecore.E_INVALIDARG, "volumes: %q is not a volume name (\\\\?\\Volume{GUID}\\)", name)
+			return nil, hresult.Errorf(computecore.E_INVALIDARG, "volumes: %q is not a volume name (\\\\?\\Volume{GUID}\\)", name)
 		}
 		if len(drive) != 1 || drive[0]|0x20 < 'a' || drive[0]|0x20 > 'z' {
-			return nil, errorf(computecore.E_INVALIDARG, "volumes[%q]: %q is not a drive letter", name, drive)
+			return nil, hresult.Errorf(computecore.E_INVALIDARG, "volumes[%q]: %q is not a drive letter", name, drive)
 		}
 		hp.volumes[guid] = drive[0] | 0x20
 	}
@@ -66,7 +70,7 @@ func hostPathsOf(ctx context.Context) *hostPaths {
 func (hp *hostPaths) driveRel(p string) (drive byte, rest string, ok bool) {
 	if hp != nil && len(p) > len(`\\?\Volume{}`) {
 		if i := strings.Index(p, "}"); i > 0 {
-			if guid, isVol := volumeGUID(p[:i+1]); isVol {
+			if guid, isVol := storage.VolumeGUID(p[:i+1]); isVol {
 				if d, mine := hp.volumes[guid]; mine && (len(p) == i+1 || p[i+1] == '\\') {
 					return d, p[min(i+2, len(p)):], true
 				}
@@ -106,7 +110,7 @@ func (hp *hostPaths) resolve(field, p string) (string, error) {
 		return p, nil
 	}
 	if hp == nil {
-		return "", errorf(computecore.E_INVALIDARG, "%s: %q is a Windows host path, and this client gave no drive mapping (%s)", field, p, wire.MethodClientPaths)
+		return "", hresult.Errorf(computecore.E_INVALIDARG, "%s: %q is a Windows host path, and this client gave no drive mapping (%s)", field, p, wire.MethodClientPaths)
 	}
 	var parts []string
 	for _, c := range strings.FieldsFunc(rest, func(r rune) bool { return r == '\\' || r == '/' }) {
@@ -116,7 +120,7 @@ func (hp *hostPaths) resolve(field, p string) (string, error) {
 			// Windows would stop at the drive's root; a path that tries to climb out of it
 			// is refused instead, so that no document names a folder outside the mapping.
 			if len(parts) == 0 {
-				return "", errorf(computecore.E_INVALIDARG, "%s: %q climbs above the root of drive %c:", field, p, drive-0x20)
+				return "", hresult.Errorf(computecore.E_INVALIDARG, "%s: %q climbs above the root of drive %c:", field, p, drive-0x20)
 			}
 			parts = parts[:len(parts)-1]
 		default:
@@ -125,7 +129,7 @@ func (hp *hostPaths) resolve(field, p string) (string, error) {
 	}
 	root, err := filepath.EvalSymlinks(filepath.Join(hp.dosDevices, string(drive)+":"))
 	if err != nil {
-		return "", errorf(computecore.E_PATH_NOT_FOUND, "%s: %q: drive %c: is not mapped in the client's Wine prefix (%s): %v", field, p, drive-0x20, hp.dosDevices, err)
+		return "", hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s: %q: drive %c: is not mapped in the client's Wine prefix (%s): %v", field, p, drive-0x20, hp.dosDevices, err)
 	}
 	return filepath.Join(append([]string{root}, parts...)...), nil
 }
@@ -154,8 +158,8 @@ func (hp *hostPaths) resolveComputeSystem(cs *schema2.ComputeSystem) error {
 			}
 		}
 	}
-	for _, ctrl := range sortedKeys(vm.Devices.Scsi) {
-		for _, lun := range sortedKeys(vm.Devices.Scsi[ctrl].Attachments) {
+	for _, ctrl := range slices.Sorted(maps.Keys(vm.Devices.Scsi)) {
+		for _, lun := range slices.Sorted(maps.Keys(vm.Devices.Scsi[ctrl].Attachments)) {
 			a := vm.Devices.Scsi[ctrl].Attachments[lun]
 			if err := hp.resolveIn(fmt.Sprintf("VirtualMachine.Devices.Scsi.%s.Attachments.%s.Path", ctrl, lun), &a.Path); err != nil {
 				return err

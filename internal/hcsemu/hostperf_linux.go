@@ -14,6 +14,8 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/openhcs/runhcs/internal/hcsemu/dispatch"
+	"github.com/openhcs/runhcs/internal/hcsemu/hns"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -28,13 +30,12 @@ import (
 // names them after the device ("vEthernet (…)", "Hyper-V Virtual Ethernet Adapter #2"), and no
 // client here matches a name.
 
-func init() {
-	addMethods(map[string]method{
-		wire.MethodGetHostPerformance: withArgs(func(ctx context.Context, e *Engine, _ Subscriber, _ struct{}) (answer, error) {
-			p, err := e.HostPerformance(ctx)
-			return answer{reply: p}, err
-		}),
-	})
+// hostPerfMethods serve the emulated host's figures.
+var hostPerfMethods = map[string]method{
+	wire.MethodGetHostPerformance: withArgs(func(ctx context.Context, e *Engine, _ Subscriber, _ struct{}) (dispatch.Answer, error) {
+		p, err := e.HostPerformance(ctx)
+		return dispatch.Answer{Reply: p}, err
+	}),
 }
 
 // monoStart anchors HostPerformance.TimestampNs: Go's monotonic clock, read through
@@ -65,7 +66,7 @@ func (e *Engine) HostPerformance(ctx context.Context) (*wire.HostPerformance, er
 		}
 	}
 	// The host's own processes.
-	hostPath := HostNetnsPath(e.cfg.Root)
+	hostPath := hns.HostNetnsPath(e.cfg.Root)
 	var host unix.Stat_t
 	if err := unix.Stat(hostPath, &host); err != nil {
 		return nil, fmt.Errorf("the emulated host's network namespace: %w", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
 // mappedDir is a host directory bind-mounted into a container's volume.
@@ -44,42 +45,42 @@ func (s *system) mapLocked(md schema2.MappedDirectory) error {
 	}
 	key := mappedKey(md.ContainerPath)
 	if key == "" {
-		return errorf(computecore.E_INVALIDARG, "ContainerPath: %q: cannot map over the root of C:", md.ContainerPath)
+		return hresult.Errorf(computecore.E_INVALIDARG, "ContainerPath: %q: cannot map over the root of C:", md.ContainerPath)
 	}
 	if _, ok := s.mapped[key]; ok {
-		return errorf(computecore.HCS_E_SYSTEM_ALREADY_EXISTS, "ContainerPath: %q is already mapped in compute system %q", md.ContainerPath, s.id)
+		return hresult.Errorf(computecore.HCS_E_SYSTEM_ALREADY_EXISTS, "ContainerPath: %q is already mapped in compute system %q", md.ContainerPath, s.id)
 	}
 	rel, _ := winToRel(md.ContainerPath)
 	onDisk, fi, err := s.vol.lookup(rel)
 	if err != nil {
 		if err := s.vol.root.MkdirAll(rel, 0o755); err != nil {
-			return errorf(computecore.E_PATH_NOT_FOUND, "ContainerPath: create %q in compute system %q: %v", md.ContainerPath, s.id, err)
+			return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "ContainerPath: create %q in compute system %q: %v", md.ContainerPath, s.id, err)
 		}
 		onDisk = rel
 	} else if !fi.IsDir() {
-		return errorf(computecore.E_INVALIDARG, "ContainerPath: %q is not a directory in compute system %q", md.ContainerPath, s.id)
+		return hresult.Errorf(computecore.E_INVALIDARG, "ContainerPath: %q is not a directory in compute system %q", md.ContainerPath, s.id)
 	}
 	target, err := s.vol.root.Open(onDisk)
 	if err != nil {
-		return errorf(computecore.E_PATH_NOT_FOUND, "ContainerPath: open %q in compute system %q: %v", md.ContainerPath, s.id, err)
+		return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "ContainerPath: open %q in compute system %q: %v", md.ContainerPath, s.id, err)
 	}
 	defer target.Close()
 	if fi, err := target.Stat(); err != nil || !fi.IsDir() {
-		return errorf(computecore.E_INVALIDARG, "ContainerPath: %q is not a directory in compute system %q", md.ContainerPath, s.id)
+		return hresult.Errorf(computecore.E_INVALIDARG, "ContainerPath: %q is not a directory in compute system %q", md.ContainerPath, s.id)
 	}
 	tree, err := unix.OpenTree(unix.AT_FDCWD, md.HostPath, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 	if err != nil {
-		return errorf(computecore.E_FAIL, "HostPath: bind %q at %q: %v", md.HostPath, md.ContainerPath, err)
+		return hresult.Errorf(computecore.E_FAIL, "HostPath: bind %q at %q: %v", md.HostPath, md.ContainerPath, err)
 	}
 	defer unix.Close(tree)
 	if md.ReadOnly {
 		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 		if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
-			return errorf(computecore.E_FAIL, "ReadOnly: make the mapping of %q read-only: %v", md.ContainerPath, err)
+			return hresult.Errorf(computecore.E_FAIL, "ReadOnly: make the mapping of %q read-only: %v", md.ContainerPath, err)
 		}
 	}
 	if err := unix.MoveMount(tree, "", int(target.Fd()), "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		return errorf(computecore.E_FAIL, "HostPath: bind %q at %q: %v", md.HostPath, md.ContainerPath, err)
+		return hresult.Errorf(computecore.E_FAIL, "HostPath: bind %q at %q: %v", md.HostPath, md.ContainerPath, err)
 	}
 	// Opened again, the path now ends in the new mount: that descriptor names it from now on.
 	root, err := s.vol.root.Open(onDisk)
@@ -90,7 +91,7 @@ func (s *system) mapLocked(md schema2.MappedDirectory) error {
 	if err != nil {
 		// Detach what was attached through the descriptor it was attached to.
 		_ = unix.Unmount(fdPath(target), unix.MNT_DETACH)
-		return errorf(computecore.E_FAIL, "ContainerPath: map %q in compute system %q: %v", md.ContainerPath, s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "ContainerPath: map %q in compute system %q: %v", md.ContainerPath, s.id, err)
 	}
 	s.mapped[key] = &mappedDir{md: md, root: root}
 	return nil
@@ -121,11 +122,11 @@ func (s *system) unmapLocked(ctx context.Context, containerPath string) error {
 	key := mappedKey(containerPath)
 	m, ok := s.mapped[key]
 	if !ok {
-		return errorf(computecore.E_ELEMENT_NOT_FOUND, "ContainerPath: %q is not mapped in compute system %q", containerPath, s.id)
+		return hresult.Errorf(computecore.E_ELEMENT_NOT_FOUND, "ContainerPath: %q is not mapped in compute system %q", containerPath, s.id)
 	}
 	delete(s.mapped, key)
 	if err := m.unmount(); err != nil {
-		return errorf(computecore.E_FAIL, "unmount %q from compute system %q: %v", containerPath, s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "unmount %q from compute system %q: %v", containerPath, s.id, err)
 	}
 	return nil
 }

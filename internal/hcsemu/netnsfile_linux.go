@@ -1,17 +1,30 @@
 package hcsemu
 
-// The namespace-file helpers the emulator uses for its own namespaces, for programs that make
-// network namespaces of their own beside it (test/cluster's control-plane network), so there is
-// one way to make, enter and remove them.
+import "github.com/openhcs/runhcs/internal/hcsemu/hns"
 
-// NewNetnsFile makes a new network namespace and bind-mounts it at path, which must not exist
-// (as `ip netns add` does; usable with `nsenter --net=PATH`). Its loopback is down.
-func NewNetnsFile(path string) error { return newNetnsFile(path) }
+// The network-namespace helpers of the emulated host (internal/hcsemu/hns's dataplane), for the
+// programs beside the daemon (test/winnode, test/cluster's control-plane network, `hcsemu
+// hostns`), so there is one way to make, enter and remove them. Each is hns's function of the
+// same name.
 
-// RemoveNetnsFile unmounts and removes a namespace file made by NewNetnsFile; a missing one is
-// not an error. The namespace goes when its last process or descriptor does.
-func RemoveNetnsFile(path string) error { return removeNetnsFile(path) }
+// HostNetnsPath is the file of the emulated host's network namespace of the daemon using root.
+func HostNetnsPath(root string) string { return hns.HostNetnsPath(root) }
 
-// InNetns runs fn on a thread inside the network namespace bound at path: sockets fn makes stay
-// in that namespace.
-func InNetns(path string, fn func() error) error { return inNetns(path, fn) }
+// NewNetnsFile makes a new network namespace and bind-mounts it at path, which must not exist.
+func NewNetnsFile(path string) error { return hns.NewNetnsFile(path) }
+
+// RemoveNetnsFile unmounts and removes a namespace file made by NewNetnsFile.
+func RemoveNetnsFile(path string) error { return hns.RemoveNetnsFile(path) }
+
+// InNetns runs fn on a thread inside the network namespace bound at path.
+func InNetns(path string, fn func() error) error { return hns.InNetns(path, fn) }
+
+// InHostNetns runs fn on a thread in the emulated host's network namespace of root's daemon.
+func InHostNetns(root string, fn func() error) error { return hns.InHostNetns(root, fn) }
+
+// ExecInNetns replaces the calling program with argv run in the network namespace at path.
+func ExecInNetns(path string, argv []string) error { return hns.ExecInNetns(path, argv) }
+
+// ExecInHostNetns replaces the calling program with argv run in root's emulated host's network
+// namespace (`hcsemu hostns`). It returns only on failure.
+func ExecInHostNetns(root string, argv []string) error { return hns.ExecInHostNetns(root, argv) }

@@ -10,12 +10,13 @@ import (
 	"syscall"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
 // osBuildFile is where an OS file tree (a layer's Files/, a container's C:\, a utility VM's
 // UtilityVM/Files/) records its Windows build: the emulator's convention, which test/image writes
 // (image.OSBuildFile). Windows records the build in the SOFTWARE hive, which the emulator cannot
-// read; see doc.go.
+// read; see docs/emulator.md ("OS builds").
 const osBuildFile = "Windows/System32/hcsemu-osbuild.txt"
 
 // osBuild is a Windows build as "major.minor.build.revision"; major.minor and build decide
@@ -89,7 +90,7 @@ func readOSBuild(root string) (b osBuild, ok bool, err error) {
 	line, _, _ := strings.Cut(string(data), "\n")
 	b, err = parseOSBuild(line)
 	if err != nil {
-		return osBuild{}, false, errorf(computecore.HCS_E_INVALID_LAYER, "%s: %q: %v", filepath.Join(root, osBuildFile), strings.TrimSpace(line), err)
+		return osBuild{}, false, hresult.Errorf(computecore.HCS_E_INVALID_LAYER, "%s: %q: %v", filepath.Join(root, osBuildFile), strings.TrimSpace(line), err)
 	}
 	return b, true, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -82,7 +83,7 @@ func checkPipeRelayer(cs *schema2.ComputeSystem, sub Subscriber) error {
 	if r, ok := sub.(pipeRelayer); ok && r.canRelayPipes() {
 		return nil
 	}
-	return errorf(computecore.E_NOTIMPL, "%s.MappedPipes[0]: %q: host named pipes are mapped only for a client that can open them (the stand-in computecore.dll under Wine); this client's connection has no Windows side", field, c.MappedPipes[0].HostPath)
+	return hresult.Errorf(computecore.E_NOTIMPL, "%s.MappedPipes[0]: %q: host named pipes are mapped only for a client that can open them (the stand-in computecore.dll under Wine); this client's connection has no Windows side", field, c.MappedPipes[0].HostPath)
 }
 
 // mapPipesLocked maps the document's pipes into a process-isolated container whose volume is
@@ -102,22 +103,22 @@ func (s *system) addPipeLocked(ctx context.Context, mp schema2.MappedPipe) error
 		return err
 	}
 	if s.vol == nil {
-		return errorf(computecore.E_NOT_SUPPORTED, "compute system %q has no storage to map pipes into", s.id)
+		return hresult.Errorf(computecore.E_NOT_SUPPORTED, "compute system %q has no storage to map pipes into", s.id)
 	}
 	if s.pipes == nil {
 		dir := filepath.Join(s.e.cfg.Root, pipesFolder, strconv.FormatUint(s.instance, 10))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return errorf(computecore.E_FAIL, "the folder of compute system %q's pipes: %v", s.id, err)
+			return hresult.Errorf(computecore.E_FAIL, "the folder of compute system %q's pipes: %v", s.id, err)
 		}
 		// The container's users connect: the folder is open to them, read-only (below).
 		if err := os.Chmod(dir, 0o755); err != nil {
 			os.RemoveAll(dir)
-			return errorf(computecore.E_FAIL, "the folder of compute system %q's pipes: %v", s.id, err)
+			return hresult.Errorf(computecore.E_FAIL, "the folder of compute system %q's pipes: %v", s.id, err)
 		}
 		dirF, err := os.Open(dir)
 		if err != nil {
 			os.RemoveAll(dir)
-			return errorf(computecore.E_FAIL, "the folder of compute system %q's pipes: %v", s.id, err)
+			return hresult.Errorf(computecore.E_FAIL, "the folder of compute system %q's pipes: %v", s.id, err)
 		}
 		// Connecting to a socket needs no write access to its file system, so the folder is
 		// mapped read-only: the container cannot replace a pipe with a socket of its own.
@@ -131,20 +132,20 @@ func (s *system) addPipeLocked(ctx context.Context, mp schema2.MappedPipe) error
 	p := s.pipes
 	key := strings.ToLower(mp.ContainerPipeName)
 	if _, dup := p.pipes[key]; dup {
-		return errorf(errAlreadyExists, "ContainerPipeName: %q is already mapped in compute system %q", mp.ContainerPipeName, s.id)
+		return hresult.Errorf(errAlreadyExists, "ContainerPipeName: %q is already mapped in compute system %q", mp.ContainerPipeName, s.id)
 	}
 	// Bound through the open folder: the daemon's root can make the full path longer than a
 	// socket address may be.
 	addr := &net.UnixAddr{Name: fmt.Sprintf("/proc/self/fd/%d/%s", p.dirF.Fd(), key), Net: "unix"}
 	ln, err := net.ListenUnix("unix", addr)
 	if err != nil {
-		return errorf(computecore.E_FAIL, "ContainerPipeName: %q: %v", mp.ContainerPipeName, err)
+		return hresult.Errorf(computecore.E_FAIL, "ContainerPipeName: %q: %v", mp.ContainerPipeName, err)
 	}
 	ln.SetUnlinkOnClose(false) // removed by name below: the bound path goes through a descriptor
 	if err := os.Chmod(filepath.Join(p.dir, key), 0o666); err != nil {
 		ln.Close()
 		os.Remove(filepath.Join(p.dir, key))
-		return errorf(computecore.E_FAIL, "ContainerPipeName: %q: %v", mp.ContainerPipeName, err)
+		return hresult.Errorf(computecore.E_FAIL, "ContainerPipeName: %q: %v", mp.ContainerPipeName, err)
 	}
 	m := &mappedPipe{mp: mp, ln: ln}
 	p.pipes[key] = m
@@ -159,13 +160,13 @@ func (s *system) addPipeLocked(ctx context.Context, mp schema2.MappedPipe) error
 func (s *system) removePipeLocked(mp schema2.MappedPipe) error {
 	key := strings.ToLower(mp.ContainerPipeName)
 	if s.pipes == nil {
-		return errorf(computecore.E_ELEMENT_NOT_FOUND, "ContainerPipeName: %q is not mapped in compute system %q", mp.ContainerPipeName, s.id)
+		return hresult.Errorf(computecore.E_ELEMENT_NOT_FOUND, "ContainerPipeName: %q is not mapped in compute system %q", mp.ContainerPipeName, s.id)
 	}
 	p := s.pipes
 	m, ok := p.pipes[key]
 	delete(p.pipes, key)
 	if !ok {
-		return errorf(computecore.E_ELEMENT_NOT_FOUND, "ContainerPipeName: %q is not mapped in compute system %q", mp.ContainerPipeName, s.id)
+		return hresult.Errorf(computecore.E_ELEMENT_NOT_FOUND, "ContainerPipeName: %q is not mapped in compute system %q", mp.ContainerPipeName, s.id)
 	}
 	m.ln.Close()
 	os.Remove(filepath.Join(p.dir, key))

@@ -22,6 +22,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -95,11 +96,11 @@ func signalFor(sig schema2.ProcessSignal) syscall.Signal {
 
 func (p *process) signalLocked(sig syscall.Signal) error {
 	if p.isExited() {
-		return errorf(computecore.HCS_E_PROCESS_ALREADY_STOPPED, "process %d in compute system %q has already exited", p.pid, p.s.id)
+		return hresult.Errorf(computecore.HCS_E_PROCESS_ALREADY_STOPPED, "process %d in compute system %q has already exited", p.pid, p.s.id)
 	}
 	p.killedBy = sig
 	if err := p.osp.Signal(sig); err != nil {
-		return errorf(computecore.HCS_E_PROCESS_ALREADY_STOPPED, "signal process %d in compute system %q: %v", p.pid, p.s.id, err)
+		return hresult.Errorf(computecore.HCS_E_PROCESS_ALREADY_STOPPED, "signal process %d in compute system %q: %v", p.pid, p.s.id, err)
 	}
 	return nil
 }
@@ -129,19 +130,19 @@ func (e *Engine) CreateProcess(ctx context.Context, ref wire.SystemRef, doc stri
 		return wire.ProcessReply{}, nil, err
 	}
 	defer s.mu.Unlock()
-	if s.vm != nil && s.state != schema2.StateRunning {
-		return wire.ProcessReply{}, nil, errorf(computecore.HCS_E_INVALID_STATE, "CreateProcess in VM %q: not valid in state %s", s.id, s.state)
+	if s.vm != nil && !allowed(s.state, opCreateProcess) {
+		return wire.ProcessReply{}, nil, hresult.Errorf(computecore.HCS_E_INVALID_STATE, "CreateProcess in VM %q: not valid in state %s", s.id, s.state)
 	}
 	if s.vm != nil && !s.vm.guest {
 		// HCS creates processes in a utility VM through its guest connection; without one
 		// "the request is not supported" (microsoft/hcsshim#1327).
-		return wire.ProcessReply{}, nil, errorf(computecore.E_NOT_SUPPORTED, "CreateProcess in VM %q: the VM has no GuestConnection", s.id)
+		return wire.ProcessReply{}, nil, hresult.Errorf(computecore.E_NOT_SUPPORTED, "CreateProcess in VM %q: the VM has no GuestConnection", s.id)
 	}
 	if s.vol == nil {
-		return wire.ProcessReply{}, nil, errorf(computecore.E_NOT_SUPPORTED, "compute system %q has no container storage to run a process in", s.id)
+		return wire.ProcessReply{}, nil, hresult.Errorf(computecore.E_NOT_SUPPORTED, "compute system %q has no container storage to run a process in", s.id)
 	}
-	if s.state != schema2.StateRunning {
-		return wire.ProcessReply{}, nil, errorf(computecore.HCS_E_INVALID_STATE, "CreateProcess in compute system %q: not valid in state %s", s.id, s.state)
+	if !allowed(s.state, opCreateProcess) {
+		return wire.ProcessReply{}, nil, hresult.Errorf(computecore.HCS_E_INVALID_STATE, "CreateProcess in compute system %q: not valid in state %s", s.id, s.state)
 	}
 	p, files, err := s.startLocked(ctx, params)
 	if err != nil {
@@ -185,7 +186,7 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 		return nil, nil, err
 	}
 	if err := s.vol.createProfile(acct); err != nil {
-		return nil, nil, errorf(computecore.E_FAIL, "create the profile of %s\\%s in compute system %q: %v", acct.Domain, acct.Name, s.id, err)
+		return nil, nil, hresult.Errorf(computecore.E_FAIL, "create the profile of %s\\%s in compute system %q: %v", acct.Domain, acct.Name, s.id, err)
 	}
 	// The account's environment first, the caller's over it: Windows merges the Environment
 	// given to CreateProcess over the user's block the same way (hcsshim passes only the spec's
@@ -226,7 +227,7 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 	}()
 	devNull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
-		return nil, nil, errorf(computecore.E_FAIL, "open %s: %v", os.DevNull, err)
+		return nil, nil, hresult.Errorf(computecore.E_FAIL, "open %s: %v", os.DevNull, err)
 	}
 	closeAfter = append(closeAfter, devNull)
 	childFiles = [3]*os.File{devNull, devNull, devNull}
@@ -249,7 +250,7 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 	if params.EmulateConsole {
 		master, tty, err := pty.Open()
 		if err != nil {
-			return nil, nil, errorf(computecore.E_FAIL, "open a pseudo console: %v", err)
+			return nil, nil, hresult.Errorf(computecore.E_FAIL, "open a pseudo console: %v", err)
 		}
 		p.console = master
 		closeAfter = append(closeAfter, tty)
@@ -266,7 +267,7 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 		sys.Setsid, sys.Setctty, sys.Ctty = true, true, 0
 		dup, err := dupFile(master)
 		if err != nil {
-			return nil, nil, errorf(computecore.E_FAIL, "duplicate the pseudo console: %v", err)
+			return nil, nil, hresult.Errorf(computecore.E_FAIL, "duplicate the pseudo console: %v", err)
 		}
 		send = append(send, dup)
 	} else {
@@ -278,13 +279,13 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 			// still holds its end, as closing HCS's side of the stdin pipe does.
 			cr, cw, err := os.Pipe()
 			if err != nil {
-				return nil, nil, errorf(computecore.E_FAIL, "create stdin pipe: %v", err)
+				return nil, nil, hresult.Errorf(computecore.E_FAIL, "create stdin pipe: %v", err)
 			}
 			pr, pw, err := os.Pipe()
 			if err != nil {
 				cr.Close()
 				cw.Close()
-				return nil, nil, errorf(computecore.E_FAIL, "create stdin pipe: %v", err)
+				return nil, nil, hresult.Errorf(computecore.E_FAIL, "create stdin pipe: %v", err)
 			}
 			send = append(send, cw)
 			p.stdinClient, p.stdinRelay = cr, pw
@@ -297,7 +298,7 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 			}
 			r, w, err := os.Pipe()
 			if err != nil {
-				return nil, nil, errorf(computecore.E_FAIL, "create std pipe: %v", err)
+				return nil, nil, hresult.Errorf(computecore.E_FAIL, "create std pipe: %v", err)
 			}
 			send = append(send, r)
 			childFiles[i+1] = w
@@ -317,7 +318,7 @@ func (s *system) startLocked(ctx context.Context, params *schema2.ProcessParamet
 	}
 	osp, err := s.e.sp.spawnAs(s.cg, s.netns, vmns, pidns, hostname, exe.LinuxPath, argv, attr)
 	if err != nil {
-		return nil, nil, errorf(startErrorHRESULT(err), "start %q (%s) in compute system %q: %v", program, exe.WindowsPath, s.id, err)
+		return nil, nil, hresult.Errorf(startErrorHRESULT(err), "start %q (%s) in compute system %q: %v", program, exe.WindowsPath, s.id, err)
 	}
 	p.osp, p.pid, p.created = osp, uint32(osp.Pid), time.Now()
 	s.procs[p.pid] = p
@@ -471,7 +472,7 @@ func (e *Engine) lookupProcess(ref wire.ProcessRef) (*system, *process, error) {
 	p, ok := s.procs[ref.PID]
 	if !ok {
 		s.mu.Unlock()
-		return nil, nil, errorf(computecore.E_ELEMENT_NOT_FOUND, "process %d not found in compute system %q", ref.PID, ref.System.ID)
+		return nil, nil, hresult.Errorf(computecore.E_ELEMENT_NOT_FOUND, "process %d not found in compute system %q", ref.PID, ref.System.ID)
 	}
 	return s, p, nil
 }
@@ -503,15 +504,15 @@ func (e *Engine) CloseProcess(ctx context.Context, ref wire.ProcessRef, sub Subs
 // SignalProcess delivers a console control event (SignalProcessOptions).
 func (e *Engine) SignalProcess(ctx context.Context, ref wire.ProcessRef, doc string) error {
 	var o schema2.SignalProcessOptions
-	if err := decodeDocument(doc, &o, "SignalProcessOptions"); err != nil {
+	if err := hresult.Decode(doc, &o, "SignalProcessOptions"); err != nil {
 		return err
 	}
 	switch o.Signal {
 	case schema2.SignalCtrlC, schema2.SignalCtrlBreak, schema2.SignalCtrlClose, schema2.SignalCtrlLogOff, schema2.SignalCtrlShutdown:
 	case "":
-		return errorf(computecore.HCS_E_INVALID_JSON, "Signal: missing required field")
+		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "Signal: missing required field")
 	default:
-		return errorf(computecore.E_INVALIDARG, "Signal: %q is not a console control event", o.Signal)
+		return hresult.Errorf(computecore.E_INVALIDARG, "Signal: %q is not a console control event", o.Signal)
 	}
 	s, p, err := e.lookupProcess(ref)
 	if err != nil {
@@ -524,7 +525,7 @@ func (e *Engine) SignalProcess(ctx context.Context, ref wire.ProcessRef, doc str
 // TerminateProcess kills a process (SIGKILL).
 func (e *Engine) TerminateProcess(ctx context.Context, ref wire.ProcessRef, options string) error {
 	var opts map[string]any
-	if err := decodeOptional(options, &opts, "terminate options"); err != nil {
+	if err := hresult.DecodeOptional(options, &opts, "terminate options"); err != nil {
 		return err
 	}
 	s, p, err := e.lookupProcess(ref)
@@ -538,7 +539,7 @@ func (e *Engine) TerminateProcess(ctx context.Context, ref wire.ProcessRef, opti
 // ProcessProperties answers HcsGetProcessProperties with a ProcessStatus.
 func (e *Engine) ProcessProperties(ctx context.Context, ref wire.ProcessRef, query string) (string, error) {
 	var q schema2.PropertyQuery
-	if err := decodeOptional(query, &q, "PropertyQuery"); err != nil {
+	if err := hresult.DecodeOptional(query, &q, "PropertyQuery"); err != nil {
 		return "", err
 	}
 	s, p, err := e.lookupProcess(ref)
@@ -557,7 +558,7 @@ func (e *Engine) ProcessProperties(ctx context.Context, ref wire.ProcessRef, que
 // ModifyProcess resizes the pseudo console or closes the process's stdin.
 func (e *Engine) ModifyProcess(ctx context.Context, ref wire.ProcessRef, doc string) error {
 	var req schema2.ProcessModifyRequest
-	if err := decodeDocument(doc, &req, "ProcessModifyRequest"); err != nil {
+	if err := hresult.Decode(doc, &req, "ProcessModifyRequest"); err != nil {
 		return err
 	}
 	s, p, err := e.lookupProcess(ref)
@@ -568,20 +569,20 @@ func (e *Engine) ModifyProcess(ctx context.Context, ref wire.ProcessRef, doc str
 	switch req.Operation {
 	case schema2.ModifyProcessConsoleSize:
 		if req.ConsoleSize == nil {
-			return errorf(computecore.HCS_E_INVALID_JSON, "ConsoleSize: missing required field")
+			return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "ConsoleSize: missing required field")
 		}
 		if p.isExited() {
-			return errorf(computecore.HCS_E_PROCESS_ALREADY_STOPPED, "resize the console of process %d in compute system %q: it has exited", p.pid, s.id)
+			return hresult.Errorf(computecore.HCS_E_PROCESS_ALREADY_STOPPED, "resize the console of process %d in compute system %q: it has exited", p.pid, s.id)
 		}
 		if p.console == nil {
-			return errorf(computecore.E_INVALIDARG, "ConsoleSize: process %d in compute system %q has no console", p.pid, s.id)
+			return hresult.Errorf(computecore.E_INVALIDARG, "ConsoleSize: process %d in compute system %q has no console", p.pid, s.id)
 		}
 		if err := pty.Setsize(p.console, &pty.Winsize{Rows: req.ConsoleSize.Height, Cols: req.ConsoleSize.Width}); err != nil {
-			return errorf(computecore.E_FAIL, "resize the console of process %d: %v", p.pid, err)
+			return hresult.Errorf(computecore.E_FAIL, "resize the console of process %d: %v", p.pid, err)
 		}
 	case schema2.ModifyProcessCloseHandle:
 		if req.CloseHandle == nil {
-			return errorf(computecore.HCS_E_INVALID_JSON, "CloseHandle: missing required field")
+			return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "CloseHandle: missing required field")
 		}
 		switch req.CloseHandle.Handle {
 		case schema2.StdHandleStdIn, schema2.StdHandleAll:
@@ -596,12 +597,12 @@ func (e *Engine) ModifyProcess(ctx context.Context, ref wire.ProcessRef, doc str
 			// The daemon keeps no side of the output pipes: the caller's own ends are the
 			// only ones, and closing them is the caller's.
 		default:
-			return errorf(computecore.E_INVALIDARG, "CloseHandle.Handle: %q is not StdIn, StdOut, StdErr or All", req.CloseHandle.Handle)
+			return hresult.Errorf(computecore.E_INVALIDARG, "CloseHandle.Handle: %q is not StdIn, StdOut, StdErr or All", req.CloseHandle.Handle)
 		}
 	case "":
-		return errorf(computecore.HCS_E_INVALID_JSON, "Operation: missing required field")
+		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "Operation: missing required field")
 	default:
-		return errorf(computecore.E_INVALIDARG, "Operation: %q is not ConsoleSize or CloseHandle", req.Operation)
+		return hresult.Errorf(computecore.E_INVALIDARG, "Operation: %q is not ConsoleSize or CloseHandle", req.Operation)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
 // volume is a container's C:\ on this machine: a folder opened as an os.Root, so that no path
@@ -139,7 +140,7 @@ func envLookup(env map[string]string, name string) (string, bool) {
 // for a missing program.
 func (v *volume) resolveExecutable(name, workDir string, env map[string]string) (Resolved, error) {
 	if name == "" {
-		return Resolved{}, errorf(computecore.E_INVALIDARG, "CommandLine: no program to run")
+		return Resolved{}, hresult.Errorf(computecore.E_INVALIDARG, "CommandLine: no program to run")
 	}
 	ext := ""
 	if base := name[strings.LastIndexAny(name, `\/:`)+1:]; !strings.Contains(base, ".") {
@@ -178,7 +179,7 @@ func (v *volume) resolveExecutable(name, workDir string, env map[string]string) 
 		}
 		return Resolved{WindowsPath: `C:\` + strings.ReplaceAll(onDisk, "/", `\`), LinuxPath: "/" + onDisk}, nil
 	}
-	return Resolved{}, errorf(computecore.E_FILE_NOT_FOUND, "the system cannot find the file specified: %q", name)
+	return Resolved{}, hresult.Errorf(computecore.E_FILE_NOT_FOUND, "the system cannot find the file specified: %q", name)
 }
 
 // resolveDir maps a Windows directory (the working directory, a mapped directory's target)
@@ -186,14 +187,14 @@ func (v *volume) resolveExecutable(name, workDir string, env map[string]string) 
 func (v *volume) resolveDir(winPath string) (string, error) {
 	rel, ok := winToRel(winPath)
 	if !ok {
-		return "", errorf(computecore.E_INVALIDARG, "%q is not a path on the container's C: drive", winPath)
+		return "", hresult.Errorf(computecore.E_INVALIDARG, "%q is not a path on the container's C: drive", winPath)
 	}
 	onDisk, fi, err := v.lookup(rel)
 	if err != nil {
-		return "", errorf(computecore.E_PATH_NOT_FOUND, "the system cannot find the path specified: %q", winPath)
+		return "", hresult.Errorf(computecore.E_PATH_NOT_FOUND, "the system cannot find the path specified: %q", winPath)
 	}
 	if !fi.IsDir() {
-		return "", errorf(computecore.E_PATH_NOT_FOUND, "%q is not a directory", winPath)
+		return "", hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%q is not a directory", winPath)
 	}
 	return "/" + onDisk, nil
 }

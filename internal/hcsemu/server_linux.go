@@ -13,6 +13,8 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/dispatch"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -270,14 +272,14 @@ func (c *conn) clientPaths(f *wire.Frame) *wire.Frame {
 	err := f.DecodeArgs(&a)
 	switch {
 	case err != nil:
-		err = errorf(computecore.HCS_E_PROTOCOL_ERROR, "%s: %v", wire.MethodClientPaths, err)
+		err = hresult.Errorf(computecore.HCS_E_PROTOCOL_ERROR, "%s: %v", wire.MethodClientPaths, err)
 	case c.paths != nil:
-		err = errorf(computecore.HCS_E_INVALID_STATE, "%s: this connection already gave its drive mapping (%s)", wire.MethodClientPaths, c.paths.dosDevices)
+		err = hresult.Errorf(computecore.HCS_E_INVALID_STATE, "%s: this connection already gave its drive mapping (%s)", wire.MethodClientPaths, c.paths.dosDevices)
 	default:
 		c.paths, err = newHostPaths(a)
 	}
 	if err != nil {
-		he := AsError(err)
+		he := hresult.As(err)
 		out.HResult, out.Result = he.HResult, wire.ResultError(he.HResult, he.Message)
 		return out
 	}
@@ -289,24 +291,24 @@ func (c *conn) clientPaths(f *wire.Frame) *wire.Frame {
 func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.File) {
 	ctx = log.WithLogger(ctx, log.G(ctx).WithField("method", f.Method))
 	var (
-		a   answer
+		a   dispatch.Answer
 		err error
 	)
-	if m, ok := methods[f.Method]; ok {
+	if m, ok := c.srv.e.table[f.Method]; ok {
 		if isFaultMethod(f.Method) && c.stdio != nil {
 			// Fault injection is for the machine's owner (the unix socket), never for the
 			// Wine stand-ins' TCP transport: see wire/fault.go.
-			err = errorf(computecore.E_ACCESSDENIED, "%s: fault injection is served on the unix socket only, not on TCP", f.Method)
+			err = hresult.Errorf(computecore.E_ACCESSDENIED, "%s: fault injection is served on the unix socket only, not on TCP", f.Method)
 		} else if err = c.srv.e.faults.before(ctx, f.Method); err == nil {
-			a, err = m(ctx, c.srv.e, c, f)
+			a, err = m(ctx, c, f)
 		}
 	} else {
-		err = errorf(computecore.HCS_E_UNKNOWN_MESSAGE, "unknown method %q", f.Method)
+		err = hresult.Errorf(computecore.HCS_E_UNKNOWN_MESSAGE, "unknown method %q", f.Method)
 	}
-	result, reply, files := a.result, a.reply, a.files
+	result, reply, files := a.Result, a.Reply, a.Files
 	out := &wire.Frame{ID: f.ID}
 	if err != nil {
-		he := AsError(err)
+		he := hresult.As(err)
 		if isProtocolError(err) {
 			he.HResult = computecore.HCS_E_PROTOCOL_ERROR // args this server cannot read
 		}
@@ -327,13 +329,13 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 			for _, f := range files {
 				f.Close()
 			}
-			he := &Error{HResult: computecore.E_FAIL, Message: fmt.Sprintf("%s: a reply of type %T cannot carry stdio", f.Method, reply)}
+			he := &hresult.Error{HResult: computecore.E_FAIL, Message: fmt.Sprintf("%s: a reply of type %T cannot carry stdio", f.Method, reply)}
 			out.HResult, out.Result = he.HResult, wire.ResultError(he.HResult, he.Message)
 			return out, nil
 		}
 		token, terr := c.stdio.add(ctx, pr, files)
 		if terr != nil {
-			he := AsError(terr)
+			he := hresult.As(terr)
 			out.HResult, out.Result = he.HResult, wire.ResultError(he.HResult, he.Message)
 			return out, nil
 		}
@@ -354,7 +356,7 @@ func (c *conn) handle(ctx context.Context, f *wire.Frame) (*wire.Frame, []*os.Fi
 
 // isProtocolError reports an error that is not the engine's: args that could not be decoded.
 func isProtocolError(err error) bool {
-	var e *Error
+	var e *hresult.Error
 	var hr computecore.HRESULT
 	return !errors.As(err, &e) && !errors.As(err, &hr)
 }

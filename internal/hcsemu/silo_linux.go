@@ -19,6 +19,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
 // A process-isolated container is a server silo on Windows: its processes see only the silo's
@@ -29,7 +30,8 @@ import (
 // silo lives until HCS terminates or shuts it down, whatever its processes do: when the first
 // process exits, the others (a `docker exec`'s, CRI ExecSync's) go on running. hcsemu gives each
 // running process-isolated container a Linux PID namespace of its own, whose PID 1 is a small
-// "silo init" (hcsemu re-executed, like the VM init of vminit_linux.go) that stands for the
+// "silo init" (hcsemu re-executed, like the VM init of vminit_linux.go; Reexec in
+// reexec_linux.go runs it) that stands for the
 // silo's system processes: it reaps orphans and lives until the system stops, so no workload
 // process is PID 1 and none takes the others with it when it exits. The init mounts the
 // namespace's procfs at the container's C:\proc, inside its chroot, which is where the test
@@ -57,12 +59,6 @@ const (
 	// siloProcDir is the folder of the container's C:\ where its procfs is mounted.
 	siloProcDir = "proc"
 )
-
-func init() {
-	if v, ok := os.LookupEnv(siloInitEnv); ok {
-		os.Exit(runSiloInit(v == "made"))
-	}
-}
 
 // runSiloInit is the silo init: fd 3 is where it says "ready" (or "error: …"), fd 4 the
 // container's C:\ (the volume's root), whose empty "proc" folder it mounts the namespace's
@@ -153,7 +149,7 @@ type silo struct {
 // procfs is mounted.
 func (s *system) startSiloLocked(ctx context.Context) error {
 	fail := func(format string, args ...any) error {
-		return errorf(computecore.E_FAIL, "start of compute system %q: "+format, append([]any{s.id}, args...)...)
+		return hresult.Errorf(computecore.E_FAIL, "start of compute system %q: "+format, append([]any{s.id}, args...)...)
 	}
 	made := false
 	fi, err := s.vol.root.Lstat(siloProcDir)
@@ -252,16 +248,16 @@ func (s *system) waitSiloReady(ctx context.Context, sl *silo) error {
 	select {
 	case got = <-line:
 	case <-ctx.Done():
-		return errorf(computecore.E_CANCELLED, "start of compute system %q: %v", s.id, ctx.Err())
+		return hresult.Errorf(computecore.E_CANCELLED, "start of compute system %q: %v", s.id, ctx.Err())
 	case <-time.After(time.Minute):
 		got = "no answer within a minute"
 	}
 	if got != "ready" {
-		return errorf(computecore.HCS_E_TERMINATED_DURING_START, "start of compute system %q: its silo init failed: %s", s.id, got)
+		return hresult.Errorf(computecore.HCS_E_TERMINATED_DURING_START, "start of compute system %q: its silo init failed: %s", s.id, got)
 	}
 	var err error
 	if sl.pid, err = os.Open(fmt.Sprintf("/proc/%d/ns/pid", sl.init.Pid)); err != nil {
-		return errorf(computecore.E_FAIL, "start of compute system %q: open its PID namespace: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "start of compute system %q: open its PID namespace: %v", s.id, err)
 	}
 	log.G(ctx).WithFields(log.Fields{"system": s.id, "init": sl.init.Pid}).Debug("hcsemu: silo init ready")
 	return nil

@@ -10,7 +10,11 @@ import (
 	"time"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/emuvhdx"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
+	"github.com/openhcs/runhcs/internal/hcsemu/storage"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -74,16 +78,16 @@ func TestStorageFilter(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(scratch, "layerchain.json")); err != nil || !strings.Contains(string(b), mid) {
 		t.Errorf("layerchain.json: %s, %v", b, err)
 	}
-	layerCall(t, c, errFileExists, wire.MethodCreateSandboxLayer, wire.LayerArgs{Path: scratch, Parents: parents})
+	layerCall(t, c, hresult.ErrFileExists, wire.MethodCreateSandboxLayer, wire.LayerArgs{Path: scratch, Parents: parents})
 	layerCall(t, c, 0, wire.MethodExpandSandboxSize, wire.LayerArgs{Path: scratch, Size: 30 << 30})
 	layerCall(t, c, computecore.E_INVALIDARG, wire.MethodExpandSandboxSize, wire.LayerArgs{Path: scratch, Size: 1 << 20})
 
 	// Not activated: no mount path, no prepare.
-	layerCall(t, c, errNotFound, wire.MethodGetLayerMountPath, wire.LayerArgs{Path: scratch})
-	layerCall(t, c, errNotFound, wire.MethodPrepareLayer, wire.LayerArgs{Path: scratch, Parents: parents})
+	layerCall(t, c, hresult.ErrNotFound, wire.MethodGetLayerMountPath, wire.LayerArgs{Path: scratch})
+	layerCall(t, c, hresult.ErrNotFound, wire.MethodPrepareLayer, wire.LayerArgs{Path: scratch, Parents: parents})
 
 	layerCall(t, c, 0, wire.MethodActivateLayer, wire.LayerArgs{Path: scratch})
-	layerCall(t, c, errInvalidState, wire.MethodActivateLayer, wire.LayerArgs{Path: scratch})
+	layerCall(t, c, hresult.ErrInvalidState, wire.MethodActivateLayer, wire.LayerArgs{Path: scratch})
 	f := layerCall(t, c, computecore.E_PATH_NOT_FOUND, wire.MethodPrepareLayer, wire.LayerArgs{Path: scratch, Parents: []string{mid, "/nonexistent/layer"}})
 	if !strings.Contains(f.Result, "Parents[1]") || !strings.Contains(f.Result, "/nonexistent/layer") {
 		t.Errorf("PrepareLayer with a missing parent: %s; want it to name Parents[1] and the path", f.Result)
@@ -94,11 +98,11 @@ func TestStorageFilter(t *testing.T) {
 	}
 	layerCall(t, c, computecore.E_INVALIDARG, wire.MethodPrepareLayer, wire.LayerArgs{Path: scratch, Parents: parents, DosDevices: "/tmp"})
 	layerCall(t, c, 0, wire.MethodPrepareLayer, wire.LayerArgs{Path: scratch, Parents: parents, DosDevices: dosdevices})
-	layerCall(t, c, errInvalidState, wire.MethodDeactivateLayer, wire.LayerArgs{Path: scratch})
-	layerCall(t, c, errBusy, wire.MethodDestroyLayer, wire.LayerArgs{Path: scratch})
+	layerCall(t, c, hresult.ErrInvalidState, wire.MethodDeactivateLayer, wire.LayerArgs{Path: scratch})
+	layerCall(t, c, hresult.ErrBusy, wire.MethodDestroyLayer, wire.LayerArgs{Path: scratch})
 
 	mp := mountPath(t, c, wire.LayerArgs{Path: scratch})
-	guid, ok := volumeGUID(mp.Path)
+	guid, ok := storage.VolumeGUID(mp.Path)
 	if !mp.Volume || !ok || !strings.HasSuffix(mp.Path, `}\`) {
 		t.Fatalf("GetLayerMountPath = %+v, want a volume path \\\\?\\Volume{GUID}\\", mp)
 	}
@@ -130,7 +134,7 @@ func TestStorageFilter(t *testing.T) {
 	run(t, api, func(op computecore.Operation) error { return api.TerminateComputeSystem(cs, op, "") })
 	api.CloseComputeSystem(cs)
 	// The write went to the scratch disk, not into a parent.
-	if b, err := os.ReadFile(filepath.Join(scratch, ScratchDisk+vhdxFSSuffix, "Files", "data", "new.txt")); err != nil || string(b) != "written" {
+	if b, err := os.ReadFile(filepath.Join(scratch, storage.ScratchDisk+emuvhdx.FSSuffix, "Files", "data", "new.txt")); err != nil || string(b) != "written" {
 		t.Errorf("the container's write on the scratch disk: %q, %v", b, err)
 	}
 	if _, err := os.Stat(filepath.Join(mid, "Files", "data", "new.txt")); err == nil {
@@ -153,15 +157,15 @@ func TestStorageFilter(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(dosdevices, "volume{"+guid+"}")); err == nil {
 		t.Errorf("UnprepareLayer left the dosdevices link")
 	}
-	layerCall(t, c, errInvalidState, wire.MethodUnprepareLayer, wire.LayerArgs{Path: scratch})
+	layerCall(t, c, hresult.ErrInvalidState, wire.MethodUnprepareLayer, wire.LayerArgs{Path: scratch})
 	layerCall(t, c, 0, wire.MethodDeactivateLayer, wire.LayerArgs{Path: scratch})
-	layerCall(t, c, errNotFound, wire.MethodDeactivateLayer, wire.LayerArgs{Path: scratch})
+	layerCall(t, c, hresult.ErrNotFound, wire.MethodDeactivateLayer, wire.LayerArgs{Path: scratch})
 	// The scratch keeps what the container wrote for its next activation.
 	layerCall(t, c, 0, wire.MethodActivateLayer, wire.LayerArgs{Path: scratch})
 	layerCall(t, c, 0, wire.MethodPrepareLayer, wire.LayerArgs{Path: scratch, Parents: parents})
 	mp = mountPath(t, c, wire.LayerArgs{Path: scratch})
-	guid, _ = volumeGUID(mp.Path)
-	if b, err := os.ReadFile(filepath.Join(d.engine.storage.dir, guid, "data", "new.txt")); err != nil || string(b) != "written" {
+	guid, _ = storage.VolumeGUID(mp.Path)
+	if b, err := os.ReadFile(filepath.Join(layout.VolumesDir(d.engine.cfg.Root), guid, "data", "new.txt")); err != nil || string(b) != "written" {
 		t.Errorf("after reactivation: %q, %v", b, err)
 	}
 	layerCall(t, c, 0, wire.MethodUnprepareLayer, wire.LayerArgs{Path: scratch})
@@ -185,8 +189,8 @@ func TestStorageFilter(t *testing.T) {
 	layerCall(t, c, 0, wire.MethodActivateLayer, wire.LayerArgs{Path: view})
 	layerCall(t, c, 0, wire.MethodPrepareLayer, wire.LayerArgs{Path: view, Parents: parents})
 	mp = mountPath(t, c, wire.LayerArgs{Path: view})
-	guid, _ = volumeGUID(mp.Path)
-	vt := filepath.Join(d.engine.storage.dir, guid)
+	guid, _ = storage.VolumeGUID(mp.Path)
+	vt := filepath.Join(layout.VolumesDir(d.engine.cfg.Root), guid)
 	if b, err := os.ReadFile(filepath.Join(vt, "data", "mid.txt")); err != nil || string(b) != "from mid" {
 		t.Errorf("reading the view: %q, %v", b, err)
 	}
@@ -260,7 +264,7 @@ func TestStorageFilterOutlivesDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	guid, _ := volumeGUID(mp.Path)
+	guid, _ := storage.VolumeGUID(mp.Path)
 	target := filepath.Join(root, "volumes", guid)
 	if !mounted(t, target) {
 		t.Fatalf("%s is not mounted", target)
@@ -320,13 +324,13 @@ func TestStorageFilterOutlivesClient(t *testing.T) {
 	if again := mountPath(t, second, wire.LayerArgs{Path: scratch}); again != vol {
 		t.Fatalf("after the first client went: GetLayerMountPath = %+v, want %+v", again, vol)
 	}
-	guid, _ := volumeGUID(vol.Path)
-	if !mounted(t, filepath.Join(d.engine.storage.dir, guid)) {
+	guid, _ := storage.VolumeGUID(vol.Path)
+	if !mounted(t, filepath.Join(layout.VolumesDir(d.engine.cfg.Root), guid)) {
 		t.Fatal("the volume was unmounted when its client went")
 	}
 	layerCall(t, second, 0, wire.MethodUnprepareLayer, wire.LayerArgs{Path: scratch})
 	layerCall(t, second, 0, wire.MethodDeactivateLayer, wire.LayerArgs{Path: scratch})
-	if mounted(t, filepath.Join(d.engine.storage.dir, guid)) {
+	if mounted(t, filepath.Join(layout.VolumesDir(d.engine.cfg.Root), guid)) {
 		t.Error("still mounted after UnprepareLayer and DeactivateLayer")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -174,7 +175,7 @@ func (t *stdioTable) add(ctx context.Context, pr wire.ProcessReply, files []*os.
 	}
 	fail := func(format string, args ...any) (string, error) {
 		release()
-		return "", errorf(computecore.E_FAIL, "stdio of process %d: "+format, append([]any{pr.PID}, args...)...)
+		return "", hresult.Errorf(computecore.E_FAIL, "stdio of process %d: "+format, append([]any{pr.PID}, args...)...)
 	}
 	var from [3]*os.File // each slot's file among files
 	if pr.Console {

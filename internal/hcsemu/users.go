@@ -4,10 +4,11 @@ import (
 	"strings"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
 // account is one account of a container's own SAM, as a Windows base image has them, and the
-// Linux identity the emulator runs its processes with (the table is in doc.go, "Users").
+// Linux identity the emulator runs its processes with (the table is in docs/emulator.md, "Users").
 type account struct {
 	// Name and Domain are what whoami shows, "Domain\Name".
 	Name, Domain string
@@ -65,7 +66,7 @@ func lookupAccount(user string) (*account, error) {
 		}
 		return a, nil
 	}
-	return nil, errorf(computecore.E_LOGON_FAILURE, "User=%q: the container has no such account (it has ContainerAdministrator, ContainerUser and NT AUTHORITY\\SYSTEM, LOCAL SERVICE, NETWORK SERVICE)", user)
+	return nil, hresult.Errorf(computecore.E_LOGON_FAILURE, "User=%q: the container has no such account (it has ContainerAdministrator, ContainerUser and NT AUTHORITY\\SYSTEM, LOCAL SERVICE, NETWORK SERVICE)", user)
 }
 
 // environment is the environment Windows gives a process of the account (CreateEnvironmentBlock:

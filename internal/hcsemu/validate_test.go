@@ -8,6 +8,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
 func containsAll(s string, subs ...string) bool {
@@ -148,9 +149,9 @@ func FuzzValidateDocument(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc string) {
 		cs, err := ValidateComputeSystem(doc, 2, nil)
 		if err != nil {
-			var e *Error
+			var e *hresult.Error
 			if !errors.As(err, &e) {
-				t.Fatalf("error %v is not an *Error", err)
+				t.Fatalf("error %v is not an *hresult.Error", err)
 			}
 			switch e.HResult {
 			case computecore.HCS_E_INVALID_JSON, computecore.E_INVALIDARG, computecore.HCS_E_UNSUPPORTED_PROTOCOL_VERSION,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openhcs/runhcs/internal/emuvhdx"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 	"github.com/openhcs/runhcs/internal/testenv"
 )
@@ -35,7 +36,7 @@ func BenchmarkVMStart(b *testing.B) {
 		}
 	}
 	disk := b.TempDir() + "/sandbox.vhdx"
-	if err := writeVHDX(disk, 1<<30); err != nil {
+	if err := os.WriteFile(disk, emuvhdx.Encode(1<<30, ""), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	doc := vmDocument(layer, disk, 1024, 2)

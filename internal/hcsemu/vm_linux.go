@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,11 +21,13 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/layout"
+	"github.com/openhcs/runhcs/internal/hcsemu/storage"
 )
 
 // Utility VMs: the lifecycle of a compute system of type VirtualMachine. The contract is in
-// doc.go ("Utility VMs"); modify requests are in vm_modify_linux.go, hosted containers in
+// docs/emulator.md ("Utility VMs"); modify requests are in vm_modify_linux.go, hosted containers in
 // hosted_linux.go. Lock order: a hosted container's lock may be held while its VM's is taken,
 // never the other way round (a VM that stops ends its hosted containers from a goroutine).
 
@@ -72,7 +76,7 @@ func (h *vmHost) charge(id string, mb uint64) error {
 	if h.usedMB+mb > h.memMB {
 		// Assumption: Hyper-V's "not enough memory in the system to start the virtual
 		// machine" surfaces as E_OUTOFMEMORY (0x8007000E); HCS documents no code for it.
-		return errorf(computecore.E_OUTOFMEMORY, "start of VM %q: VirtualMachine.ComputeTopology.Memory.SizeInMB: %d MB does not fit in the host's %d MB (%d MB used by running VMs)",
+		return hresult.Errorf(computecore.E_OUTOFMEMORY, "start of VM %q: VirtualMachine.ComputeTopology.Memory.SizeInMB: %d MB does not fit in the host's %d MB (%d MB used by running VMs)",
 			id, mb, h.memMB, h.usedMB)
 	}
 	h.usedMB += mb
@@ -248,11 +252,11 @@ func newVMState(e *Engine, id string, vm *schema2.VirtualMachine) *vmState {
 // checkShareHost checks a share's host folder (and allowed files) on this machine.
 func checkShareHost(field string, sh *schema2.VirtualSmbShare) error {
 	if err := statDir(sh.Path); err != nil {
-		return errorf(computecore.E_PATH_NOT_FOUND, "%s.Path: %q: %v", field, sh.Path, err)
+		return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s.Path: %q: %v", field, sh.Path, err)
 	}
 	for i, f := range sh.AllowedFiles {
 		if _, err := os.Stat(filepath.Join(sh.Path, f)); err != nil {
-			return errorf(computecore.E_FILE_NOT_FOUND, "%s.AllowedFiles[%d]: %q: %v", field, i, f, err)
+			return hresult.Errorf(computecore.E_FILE_NOT_FOUND, "%s.AllowedFiles[%d]: %q: %v", field, i, f, err)
 		}
 	}
 	return nil
@@ -262,13 +266,13 @@ func checkShareHost(field string, sh *schema2.VirtualSmbShare) error {
 // existing file for PassThru.
 func checkAttachmentHost(field string, a *schema2.Attachment) error {
 	if a.Type == "VirtualDisk" {
-		if _, err := readVHDX(a.Path); err != nil {
+		if _, err := storage.ReadVHDX(a.Path); err != nil {
 			return prefixField(err, field+".Path: ")
 		}
 		return nil
 	}
 	if _, err := os.Stat(a.Path); err != nil {
-		return errorf(computecore.E_FILE_NOT_FOUND, "%s.Path: %q: %v", field, a.Path, err)
+		return hresult.Errorf(computecore.E_FILE_NOT_FOUND, "%s.Path: %q: %v", field, a.Path, err)
 	}
 	return nil
 }
@@ -282,8 +286,8 @@ func (s *system) setupVMLocked(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, ctrl := range sortedKeys(doc.Devices.Scsi) {
-		for _, lun := range sortedKeys(doc.Devices.Scsi[ctrl].Attachments) {
+	for _, ctrl := range slices.Sorted(maps.Keys(doc.Devices.Scsi)) {
+		for _, lun := range slices.Sorted(maps.Keys(doc.Devices.Scsi[ctrl].Attachments)) {
 			a := doc.Devices.Scsi[ctrl].Attachments[lun]
 			if err := checkAttachmentHost(fmt.Sprintf("VirtualMachine.Devices.Scsi.%s.Attachments.%s", ctrl, lun), &a); err != nil {
 				return err
@@ -302,7 +306,7 @@ func (s *system) setupVMLocked(ctx context.Context) error {
 func (s *system) applyVMLimitsLocked() error {
 	vm := s.vm
 	if err := s.cg.setMemory(vm.memMB); err != nil {
-		return errorf(computecore.E_INVALIDARG, "VirtualMachine.ComputeTopology.Memory.SizeInMB: %d MB for VM %q: %v", vm.memMB, s.id, err)
+		return hresult.Errorf(computecore.E_INVALIDARG, "VirtualMachine.ComputeTopology.Memory.SizeInMB: %d MB for VM %q: %v", vm.memMB, s.id, err)
 	}
 	limit := vm.limit
 	if limit == 0 {
@@ -312,7 +316,7 @@ func (s *system) applyVMLimitsLocked() error {
 	// mechanism sets the quota: Count×Limit of one processor each.
 	maximum := uint64(vm.count) * limit / 10 / uint64(max(s.e.hostCPUs, 1))
 	if err := s.cg.setProcessor(vm.count, max(maximum, 1), vm.weight, s.e.hostCPUs); err != nil {
-		return errorf(computecore.E_FAIL, "VirtualMachine.ComputeTopology.Processor of VM %q: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "VirtualMachine.ComputeTopology.Processor of VM %q: %v", s.id, err)
 	}
 	return nil
 }
@@ -322,7 +326,7 @@ func (vm *vmState) bootFile(devicePath string) (string, error) {
 	os := vm.shares[schema2.UVMOSShareName]
 	rel, ok := winToRel(devicePath)
 	if !ok || rel == "" {
-		return "", errorf(computecore.E_INVALIDARG, "VirtualMachine.Chipset.Uefi.BootThis.DevicePath: %q is not a path in the VmbFs root", devicePath)
+		return "", hresult.Errorf(computecore.E_INVALIDARG, "VirtualMachine.Chipset.Uefi.BootThis.DevicePath: %q is not a path in the VmbFs root", devicePath)
 	}
 	return filepath.Join(os.share.Path, filepath.FromSlash(rel)), nil
 }
@@ -340,7 +344,7 @@ func (s *system) startVMLocked(ctx context.Context) (retErr error) {
 	if _, err := os.Stat(boot); err != nil {
 		// Assumption: firmware that finds no boot manager ends the start; HCS reports the VM
 		// ended while starting.
-		return errorf(computecore.HCS_E_TERMINATED_DURING_START, "start of VM %q: no boot manager %s in the VSMB share %q (%s): %v",
+		return hresult.Errorf(computecore.HCS_E_TERMINATED_DURING_START, "start of VM %q: no boot manager %s in the VSMB share %q (%s): %v",
 			s.id, doc.Chipset.Uefi.BootThis.DevicePath, schema2.UVMOSShareName, vm.shares[schema2.UVMOSShareName].share.Path, err)
 	}
 	osRoot := vm.shares[schema2.UVMOSShareName].share.Path
@@ -351,7 +355,7 @@ func (s *system) startVMLocked(ctx context.Context) (retErr error) {
 	if ok {
 		host, _ := parseOSBuild(s.e.cfg.OSVersion)
 		if b.Build > host.Build {
-			return errorf(computecore.HCS_E_IMAGE_MISMATCH, "start of VM %q: its OS (build %s, the share %q) is newer than the host's (build %s)", s.id, b.Version, schema2.UVMOSShareName, host.Version)
+			return hresult.Errorf(computecore.HCS_E_IMAGE_MISMATCH, "start of VM %q: its OS (build %s, the share %q) is newer than the host's (build %s)", s.id, b.Version, schema2.UVMOSShareName, host.Version)
 		}
 		vm.build, vm.hasBuild = b, true
 	}
@@ -365,29 +369,29 @@ func (s *system) startVMLocked(ctx context.Context) (retErr error) {
 		}
 	}()
 	if err := s.e.vmHost.prepareDir(); err != nil {
-		return errorf(computecore.E_FAIL, "start of VM %q: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "start of VM %q: %v", s.id, err)
 	}
 	for _, d := range []string{"upper", "work", "root"} {
 		if err := os.MkdirAll(filepath.Join(vm.dir, d), 0o755); err != nil {
-			return errorf(computecore.E_FAIL, "start of VM %q: %v", s.id, err)
+			return hresult.Errorf(computecore.E_FAIL, "start of VM %q: %v", s.id, err)
 		}
 	}
 	opts := "lowerdir=" + osRoot + ",upperdir=" + filepath.Join(vm.dir, "upper") + ",workdir=" + filepath.Join(vm.dir, "work") + ",index=off,redirect_dir=off,metacopy=off"
 	if err := unix.Mount("overlay", vm.root, "overlay", 0, opts); err != nil {
-		return errorf(computecore.E_FAIL, "start of VM %q: mount its C: over %s: %v", s.id, osRoot, err)
+		return hresult.Errorf(computecore.E_FAIL, "start of VM %q: mount its C: over %s: %v", s.id, osRoot, err)
 	}
 	if err := s.bootInitLocked(ctx); err != nil {
 		return err
 	}
 	if vm.guest {
 		if hr := s.e.vmFaults.guestFailure(s.id); hr != 0 {
-			return errorf(hr, "start of VM %q: the guest connection failed (fault injection)", s.id)
+			return hresult.Errorf(hr, "start of VM %q: the guest connection failed (fault injection)", s.id)
 		}
 		vm.connected = true
 	}
 	v, err := openVolume(vm.root)
 	if err != nil {
-		return errorf(computecore.E_FAIL, "start of VM %q: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "start of VM %q: %v", s.id, err)
 	}
 	s.vol, s.volPath = v, vm.root
 	return nil
@@ -398,17 +402,17 @@ func (s *system) bootInitLocked(ctx context.Context) error {
 	vm := s.vm
 	self, err := os.Executable()
 	if err != nil {
-		return errorf(computecore.E_FAIL, "start of VM %q: find hcsemu to start the VM init: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "start of VM %q: find hcsemu to start the VM init: %v", s.id, err)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return errorf(computecore.E_FAIL, "start of VM %q: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "start of VM %q: %v", s.id, err)
 	}
 	defer r.Close()
 	devNull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		w.Close()
-		return errorf(computecore.E_FAIL, "start of VM %q: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "start of VM %q: %v", s.id, err)
 	}
 	defer devNull.Close()
 	attr := &os.ProcAttr{
@@ -425,7 +429,7 @@ func (s *system) bootInitLocked(ctx context.Context) error {
 	p, err := s.e.sp.spawn(s.cg, s.netns, self, []string{layout.VMInitArg0}, attr)
 	w.Close()
 	if err != nil {
-		return errorf(computecore.E_FAIL, "start of VM %q: start its init: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "start of VM %q: start its init: %v", s.id, err)
 	}
 	vm.init, vm.initDone = p, make(chan struct{})
 	go s.watchInit(p, vm.initDone)
@@ -440,19 +444,19 @@ func (s *system) bootInitLocked(ctx context.Context) error {
 	case got = <-line:
 	case <-ctx.Done():
 		p.Kill()
-		return errorf(computecore.E_CANCELLED, "start of VM %q: %v", s.id, ctx.Err())
+		return hresult.Errorf(computecore.E_CANCELLED, "start of VM %q: %v", s.id, ctx.Err())
 	case <-time.After(time.Minute):
 		p.Kill()
 		got = "no answer within a minute"
 	}
 	if got != "ready" {
 		p.Kill()
-		return errorf(computecore.HCS_E_TERMINATED_DURING_START, "start of VM %q: its init failed: %s", s.id, got)
+		return hresult.Errorf(computecore.HCS_E_TERMINATED_DURING_START, "start of VM %q: its init failed: %s", s.id, got)
 	}
 	ns, err := openVMNamespaces(p.Pid)
 	if err != nil {
 		p.Kill()
-		return errorf(computecore.E_FAIL, "start of VM %q: open its namespaces: %v", s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "start of VM %q: open its namespaces: %v", s.id, err)
 	}
 	vm.ns = ns
 	log.G(ctx).WithFields(log.Fields{"system": s.id, "init": p.Pid}).Debug("hcsemu: VM init ready")
@@ -552,7 +556,9 @@ func (s *system) stopVMLocked(ctx context.Context, exitType schema2.Notification
 
 // runtimeID is the system's GUID: name-based on its id and instance, so a system re-created
 // with the same id has another.
-func (s *system) runtimeID() string { return nameToGUID(fmt.Sprintf("%s/%d", s.id, s.instance)) }
+func (s *system) runtimeID() string {
+	return hresult.NameToGUID(fmt.Sprintf("%s/%d", s.id, s.instance))
+}
 
 // vmExitStatus is the Status of a VM's SystemExited: HCS_E_UNEXPECTED_EXIT for a crash.
 func vmExitStatus(exitType schema2.NotificationType) int32 {
@@ -597,7 +603,7 @@ func (s *system) vmPropertiesLocked(props *schema2.Properties, types []schema2.P
 func (vm *vmState) guestPath(field, p string) (string, string, error) {
 	rel, ok := winToRel(p)
 	if !ok || rel == "" || len(p) < 2 || p[1] != ':' {
-		return "", "", errorf(computecore.E_INVALIDARG, "%s: %q is not a path on the guest's C: (C:\\…, and not its root)", field, p)
+		return "", "", hresult.Errorf(computecore.E_INVALIDARG, "%s: %q is not a path on the guest's C: (C:\\…, and not its root)", field, p)
 	}
 	return filepath.Join(vm.root, filepath.FromSlash(rel)), strings.ToLower(rel), nil
 }
@@ -607,21 +613,21 @@ func (vm *vmState) guestPath(field, p string) (string, string, error) {
 func (vm *vmState) vsmbPath(field, p string) (name, host string, share *vsmbShare, err error) {
 	prefix := strings.ToLower(schema2.VSMBGuestPathPrefix)
 	if !strings.HasPrefix(strings.ToLower(p), prefix) {
-		return "", "", nil, errorf(computecore.E_INVALIDARG, "%s: %q is not a VSMB share path (%s<share>)", field, p, schema2.VSMBGuestPathPrefix)
+		return "", "", nil, hresult.Errorf(computecore.E_INVALIDARG, "%s: %q is not a VSMB share path (%s<share>)", field, p, schema2.VSMBGuestPathPrefix)
 	}
 	rest := p[len(prefix):]
 	first, sub, _ := strings.Cut(rest, `\`)
 	name = strings.ToLower(first)
 	share = vm.shares[name]
 	if share == nil || name == "ipc$" {
-		return "", "", nil, errorf(computecore.E_PATH_NOT_FOUND, "%s: %q: the VM has no VSMB share %q", field, p, first)
+		return "", "", nil, hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s: %q: the VM has no VSMB share %q", field, p, first)
 	}
 	host = share.share.Path
 	for _, c := range strings.Split(sub, `\`) {
 		switch c {
 		case "", ".":
 		case "..":
-			return "", "", nil, errorf(computecore.E_INVALIDARG, "%s: %q leaves the share", field, p)
+			return "", "", nil, hresult.Errorf(computecore.E_INVALIDARG, "%s: %q leaves the share", field, p)
 		default:
 			host = filepath.Join(host, c)
 		}

@@ -17,6 +17,8 @@ import (
 	"github.com/openhcs/runhcs/internal/computenetwork"
 	"github.com/openhcs/runhcs/internal/emuvhdx"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
+	"github.com/openhcs/runhcs/internal/hcsemu/storage"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
@@ -116,7 +118,7 @@ func newLayer(t *testing.T, build string, boot bool) string {
 func newDisk(t *testing.T) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "sandbox.vhdx")
-	if err := writeVHDX(p, 1<<30); err != nil {
+	if err := os.WriteFile(p, emuvhdx.Encode(1<<30, ""), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -280,7 +282,7 @@ func hostContainerWith(t *testing.T, e *Engine, vmID, id, layer string, sub Subs
 	if err := os.Mkdir(filepath.Join(scratch, "Files"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(scratch, ScratchDisk), emuvhdx.Encode(20<<30, "."), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(scratch, storage.ScratchDisk), emuvhdx.Encode(20<<30, "."), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	share := "s" + strings.ReplaceAll(id, "-", "")
@@ -291,7 +293,7 @@ func hostContainerWith(t *testing.T, e *Engine, vmID, id, layer string, sub Subs
 	mount := `C:\mounts\scsi\` + id
 	lun := 1 + len(e.systems)
 	if err := modify(e, vmID, schema2.ModifySettingRequest{ResourcePath: fmt.Sprintf(schema2.ResourcePathSCSIFormat, ctrl0, lun), RequestType: schema2.RequestTypeAdd,
-		Settings:     schema2.Attachment{Type: "VirtualDisk", Path: filepath.Join(scratch, ScratchDisk)},
+		Settings:     schema2.Attachment{Type: "VirtualDisk", Path: filepath.Join(scratch, storage.ScratchDisk)},
 		GuestRequest: schema2.GuestModifySettingRequest{ResourceType: schema2.ResourceTypeMappedVirtualDisk, RequestType: schema2.RequestTypeAdd, Settings: schema2.MappedVirtualDisk{ContainerPath: mount, Lun: uint8(lun)}}}); err != nil {
 		t.Fatalf("attach scratch: %v", err)
 	}
@@ -364,7 +366,7 @@ func TestHostedContainersAndCrash(t *testing.T) {
 	if code, _ := runIn(t, e, "c1", `C:\workload\workload.exe write C:\data\g.txt x`); code == 0 {
 		t.Error("wrote through a read-only share")
 	}
-	if err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeRemove, Settings: map[string]string{"Name": "data"}}); !errors.Is(err, errBusy) {
+	if err := modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeRemove, Settings: map[string]string{"Name": "data"}}); !errors.Is(err, hresult.ErrBusy) {
 		t.Errorf("removing a share mapped into a container: %v, want ERROR_BUSY", err)
 	}
 
@@ -399,7 +401,7 @@ func TestHostedContainersAndCrash(t *testing.T) {
 
 	// What the container uses cannot be removed under it.
 	err = modify(e, "p@vm", schema2.ModifySettingRequest{ResourcePath: schema2.ResourcePathVSMBShares, RequestType: schema2.RequestTypeRemove, Settings: map[string]string{"Name": "sc1"}})
-	if !errors.Is(err, errBusy) {
+	if !errors.Is(err, hresult.ErrBusy) {
 		t.Errorf("removing a share in use: %v, want ERROR_BUSY", err)
 	}
 
@@ -570,15 +572,15 @@ func TestVMModify(t *testing.T) {
 		{"unknown controller", `{"ResourcePath":"VirtualMachine/Devices/Scsi/x/Attachments/1","RequestType":"Add","Settings":{"Type":"VirtualDisk","Path":"` + disk + `"}}`, computecore.E_INVALIDARG, `controller "x"`},
 		{"not a disk", `{"ResourcePath":"` + scsi(6) + `","RequestType":"Add","Settings":{"Type":"VirtualDisk","Path":"/etc/hostname"}}`, computecore.E_INVALIDARG, "Settings.Path"},
 		{"detach", `{"ResourcePath":"` + scsi(5) + `","RequestType":"Remove"}`, 0, ""},
-		{"detach nothing", `{"ResourcePath":"` + scsi(5) + `","RequestType":"Remove"}`, errNotFound, "nothing is attached"},
+		{"detach nothing", `{"ResourcePath":"` + scsi(5) + `","RequestType":"Remove"}`, hresult.ErrNotFound, "nothing is attached"},
 		{"share", `{"ResourcePath":"VirtualMachine/Devices/VirtualSmb/Shares","RequestType":"Add","Settings":{"Name":"s1","Path":"` + dir + `"}}`, 0, ""},
 		{"duplicate share", `{"ResourcePath":"VirtualMachine/Devices/VirtualSmb/Shares","RequestType":"Add","Settings":{"Name":"S1","Path":"` + dir + `"}}`, errAlreadyExists, `"S1"`},
 		{"share of nothing", `{"ResourcePath":"VirtualMachine/Devices/VirtualSmb/Shares","RequestType":"Add","Settings":{"Name":"s2","Path":"/nonexistent"}}`, computecore.E_PATH_NOT_FOUND, "Settings.Path"},
 		{"update an unrestricted share", `{"ResourcePath":"VirtualMachine/Devices/VirtualSmb/Shares","RequestType":"Update","Settings":{"Name":"s1","AllowedFiles":["a"]}}`, computecore.E_INVALIDARG, "RestrictFileAccess"},
 		{"map a share in the guest", `{"GuestRequest":{"ResourceType":"MappedDirectory","RequestType":"Add","Settings":{"HostPath":"` + strings.ReplaceAll(schema2.VSMBGuestPath("s1"), `\`, `\\`) + `","ContainerPath":"C:\\share"}}}`, 0, ""},
-		{"remove a mapped share", `{"ResourcePath":"VirtualMachine/Devices/VirtualSmb/Shares","RequestType":"Remove","Settings":{"Name":"s1"}}`, errBusy, "in use"},
+		{"remove a mapped share", `{"ResourcePath":"VirtualMachine/Devices/VirtualSmb/Shares","RequestType":"Remove","Settings":{"Name":"s1"}}`, hresult.ErrBusy, "in use"},
 		{"guest request with an unknown field", `{"GuestRequest":{"ResourcePType":"MappedDirectory"}}`, computecore.HCS_E_INVALID_JSON, "GuestRequest.ResourcePType: unknown field"},
-		{"remove the boot share", `{"ResourcePath":"VirtualMachine/Devices/VirtualSmb/Shares","RequestType":"Remove","Settings":{"Name":"os"}}`, errBusy, "boots"},
+		{"remove the boot share", `{"ResourcePath":"VirtualMachine/Devices/VirtualSmb/Shares","RequestType":"Remove","Settings":{"Name":"os"}}`, hresult.ErrBusy, "boots"},
 		{"pipe", `{"ResourcePath":"VirtualMachine/Devices/MappedPipes/\\\\.\\pipe\\p1","RequestType":"Add"}`, 0, ""},
 		{"pipe twice", `{"ResourcePath":"VirtualMachine/Devices/MappedPipes/\\\\.\\pipe\\P1","RequestType":"Add"}`, errAlreadyExists, "already mapped"},
 		{"not a pipe", `{"ResourcePath":"VirtualMachine/Devices/MappedPipes/p1","RequestType":"Add"}`, computecore.E_INVALIDARG, "host pipe path"},
@@ -588,12 +590,12 @@ func TestVMModify(t *testing.T) {
 		{"cpu limit too high", `{"ResourcePath":"VirtualMachine/ComputeTopology/Processor/Limits","Settings":{"Limit":100001}}`, computecore.E_INVALIDARG, "Settings.Limit"},
 		{"NIC of a malformed endpoint id", `{"ResourcePath":"VirtualMachine/Devices/NetworkAdapters/n1","RequestType":"Add","Settings":{"EndpointId":"e"}}`, computecore.HRESULT(computenetwork.HCN_E_GUID_CONVERSION_FAILURE), "Settings.EndpointId"},
 		{"NIC of an unknown endpoint", `{"ResourcePath":"VirtualMachine/Devices/NetworkAdapters/n1","RequestType":"Add","Settings":{"EndpointId":"6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11"}}`, computecore.HRESULT(computenetwork.HCN_E_ENDPOINT_NOT_FOUND), "Settings.EndpointId"},
-		{"remove an absent NIC", `{"ResourcePath":"VirtualMachine/Devices/NetworkAdapters/n1","RequestType":"Remove"}`, errNotFound, "no such NIC"},
-		{"guest NIC before its namespace", `{"GuestRequest":{"ResourceType":"Network","RequestType":"Add","Settings":{"AdapterId":"n1","RequestType":"PreAdd","Settings":{"ID":"6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11"}}}}`, errNotFound, "no network namespace"},
+		{"remove an absent NIC", `{"ResourcePath":"VirtualMachine/Devices/NetworkAdapters/n1","RequestType":"Remove"}`, hresult.ErrNotFound, "no such NIC"},
+		{"guest NIC before its namespace", `{"GuestRequest":{"ResourceType":"Network","RequestType":"Add","Settings":{"AdapterId":"n1","RequestType":"PreAdd","Settings":{"ID":"6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11"}}}}`, hresult.ErrNotFound, "no network namespace"},
 		{"guest namespace without an id", `{"GuestRequest":{"ResourceType":"NetworkNamespace","RequestType":"Add","Settings":{"Type":"Host"}}}`, computecore.HCS_E_INVALID_JSON, "GuestRequest.Settings.ID"},
 		{"guest NIC request with an unknown field", `{"GuestRequest":{"ResourceType":"Network","RequestType":"Add","Settings":{"AdapterInstanceId":"n1"}}}`, computecore.HCS_E_INVALID_JSON, "AdapterInstanceId"},
 		{"unknown path", `{"ResourcePath":"VirtualMachine/Devices/Floppy","RequestType":"Add"}`, computecore.E_INVALIDARG, "Floppy"},
-		{"mount an empty LUN", `{"GuestRequest":{"ResourceType":"MappedVirtualDisk","RequestType":"Add","Settings":{"ContainerPath":"C:\\m","Lun":9}}}`, errNotFound, "LUN 9"},
+		{"mount an empty LUN", `{"GuestRequest":{"ResourceType":"MappedVirtualDisk","RequestType":"Add","Settings":{"ContainerPath":"C:\\m","Lun":9}}}`, hresult.ErrNotFound, "LUN 9"},
 		{"layers on no disk", `{"GuestRequest":{"ResourceType":"CombinedLayers","RequestType":"Add","Settings":{"ContainerRootPath":"C:\\m","Layers":[{"Id":"1","Path":"x"}]}}}`, computecore.E_PATH_NOT_FOUND, "no disk is mounted"},
 	}
 	for _, tt := range tests {

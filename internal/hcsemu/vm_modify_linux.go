@@ -13,11 +13,13 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
+	"github.com/openhcs/runhcs/internal/hcsemu/storage"
 )
 
 // HcsModifyComputeSystem on a utility VM: hot-plug of VSMB shares, SCSI disks and mapped pipes,
-// memory and processor limits, and the guest requests HCS forwards to the guest (doc.go has the
-// table). An Add runs the host part, then the guest part (undoing the host part if the guest part
+// memory and processor limits, and the guest requests HCS forwards to the guest (docs/emulator.md has
+// the table). An Add runs the host part, then the guest part (undoing the host part if the guest part
 // fails); a Remove runs the guest part first, as hcsshim orders them (internal/uvm/modify.go).
 
 const (
@@ -29,24 +31,24 @@ const (
 // Win32 errors of modify requests. Assumptions: HCS documents none of these cases
 // (docs/notes/hyperv.md §3, "Not found").
 const (
-	errShareInUse = errBusy     // removing something a container or mount still uses
-	errAbsent     = errNotFound // removing something that is not there
+	errShareInUse = hresult.ErrBusy     // removing something a container or mount still uses
+	errAbsent     = hresult.ErrNotFound // removing something that is not there
 )
 
 func (s *system) modifyVMLocked(ctx context.Context, req *schema2.ModifySettingRequest) error {
 	vm := s.vm
-	if s.state != schema2.StateCreated && s.state != schema2.StateRunning {
-		return errorf(computecore.HCS_E_INVALID_STATE, "modify VM %q: not valid in state %s", s.id, s.state)
+	if !allowed(s.state, opModifyVM) {
+		return hresult.Errorf(computecore.HCS_E_INVALID_STATE, "modify VM %q: not valid in state %s", s.id, s.state)
 	}
 	var guest *schema2.GuestModifySettingRequest
 	if req.GuestRequest != nil {
 		b, _ := json.Marshal(req.GuestRequest)
 		guest = &schema2.GuestModifySettingRequest{}
-		if err := decodeDocument(string(b), guest, "GuestRequest"); err != nil {
+		if err := hresult.Decode(string(b), guest, "GuestRequest"); err != nil {
 			return prefixField(err, "GuestRequest.")
 		}
 		if !vm.connected {
-			return errorf(computecore.E_NOT_SUPPORTED, "GuestRequest: VM %q has no guest connection (it is not running, or has no VirtualMachine.GuestConnection)", s.id)
+			return hresult.Errorf(computecore.E_NOT_SUPPORTED, "GuestRequest: VM %q has no guest connection (it is not running, or has no VirtualMachine.GuestConnection)", s.id)
 		}
 	}
 	var settings []byte
@@ -58,7 +60,7 @@ func (s *system) modifyVMLocked(ctx context.Context, req *schema2.ModifySettingR
 		return err
 	}
 	if host == nil && guest == nil {
-		return errorf(computecore.HCS_E_INVALID_JSON, "ResourcePath: missing required field (or GuestRequest)")
+		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "ResourcePath: missing required field (or GuestRequest)")
 	}
 	if req.RequestType == schema2.RequestTypeRemove {
 		if guest != nil {
@@ -99,14 +101,14 @@ func wantRequestType(req *schema2.ModifySettingRequest, types ...schema2.Request
 			return nil
 		}
 	}
-	return errorf(computecore.E_INVALIDARG, "RequestType: %q is not valid for ResourcePath %q", req.RequestType, req.ResourcePath)
+	return hresult.Errorf(computecore.E_INVALIDARG, "RequestType: %q is not valid for ResourcePath %q", req.RequestType, req.ResourcePath)
 }
 
 func decodeSettings(settings []byte, v any) error {
 	if settings == nil {
-		return errorf(computecore.HCS_E_INVALID_JSON, "Settings: missing required field")
+		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "Settings: missing required field")
 	}
-	return decodeDocument(string(settings), v, "Settings")
+	return hresult.Decode(string(settings), v, "Settings")
 }
 
 // hostModifyLocked checks the host part of req and returns it, unapplied (nil: none).
@@ -127,25 +129,25 @@ func (s *system) hostModifyLocked(ctx context.Context, req *schema2.ModifySettin
 		pipe := p[len(pipePathPrefix):]
 		name, ok := strings.CutPrefix(strings.ToLower(pipe), `\\.\pipe\`)
 		if !ok || name == "" || strings.Contains(name, `\`) {
-			return nil, errorf(computecore.E_INVALIDARG, "ResourcePath: %q: not a host pipe path (\\\\.\\pipe\\<name>)", p)
+			return nil, hresult.Errorf(computecore.E_INVALIDARG, "ResourcePath: %q: not a host pipe path (\\\\.\\pipe\\<name>)", p)
 		}
 		if settings != nil && string(settings) != "null" {
-			return nil, errorf(computecore.E_INVALIDARG, "Settings: a mapped pipe takes none")
+			return nil, hresult.Errorf(computecore.E_INVALIDARG, "Settings: a mapped pipe takes none")
 		}
 		key := `\\.\pipe\` + name
 		if req.RequestType == schema2.RequestTypeAdd {
 			if _, dup := vm.pipes[key]; dup {
-				return nil, errorf(errAlreadyExists, "ResourcePath: %q is already mapped into VM %q", pipe, s.id)
+				return nil, hresult.Errorf(errAlreadyExists, "ResourcePath: %q is already mapped into VM %q", pipe, s.id)
 			}
 			return &hostChange{apply: func() error { vm.pipes[key] = pipe; return nil }, undo: func() { delete(vm.pipes, key) }}, nil
 		}
 		if _, ok := vm.pipes[key]; !ok {
-			return nil, errorf(errAbsent, "ResourcePath: %q is not mapped into VM %q", pipe, s.id)
+			return nil, hresult.Errorf(errAbsent, "ResourcePath: %q is not mapped into VM %q", pipe, s.id)
 		}
 		for id, h := range vm.hosted {
 			for _, hp := range h.pipes {
 				if hp == key {
-					return nil, errorf(errShareInUse, "ResourcePath: %q is used by container %q", pipe, id)
+					return nil, hresult.Errorf(errShareInUse, "ResourcePath: %q is used by container %q", pipe, id)
 				}
 			}
 		}
@@ -162,7 +164,7 @@ func (s *system) hostModifyLocked(ctx context.Context, req *schema2.ModifySettin
 			return nil, err
 		}
 		if mb == 0 {
-			return nil, errorf(computecore.E_INVALIDARG, "Settings: 0 MB: a VM needs memory")
+			return nil, hresult.Errorf(computecore.E_INVALIDARG, "Settings: 0 MB: a VM needs memory")
 		}
 		return &hostChange{apply: func() error { return s.resizeVMLocked(mb) }}, nil
 	case p == schema2.ResourcePathVMProcessorLimits:
@@ -189,7 +191,7 @@ func (s *system) hostModifyLocked(ctx context.Context, req *schema2.ModifySettin
 	if strings.HasPrefix(p, nicPathPrefix) {
 		return s.modifyNICLocked(context.Background(), req, settings)
 	}
-	return nil, errorf(computecore.E_INVALIDARG, "ResourcePath: %q is not a resource of a utility VM the emulator knows", p)
+	return nil, hresult.Errorf(computecore.E_INVALIDARG, "ResourcePath: %q is not a resource of a utility VM the emulator knows", p)
 }
 
 // resizeVMLocked changes the VM's memory: the budget first (while it runs), then the cgroup
@@ -206,7 +208,7 @@ func (s *system) resizeVMLocked(mb uint64) error {
 	vm.memMB = mb
 	if err := s.cg.setMemory(mb); err != nil {
 		vm.memMB = old
-		return errorf(computecore.E_INVALIDARG, "Settings: %d MB for VM %q: %v (less than it uses?)", mb, s.id, err)
+		return hresult.Errorf(computecore.E_INVALIDARG, "Settings: %d MB for VM %q: %v (less than it uses?)", mb, s.id, err)
 	}
 	if vm.charged > mb {
 		s.e.vmHost.release(vm.charged - mb)
@@ -230,7 +232,7 @@ func (s *system) modifyShareLocked(ctx context.Context, req *schema2.ModifySetti
 		}
 	}
 	if sh.Name == "" {
-		return nil, errorf(computecore.HCS_E_INVALID_JSON, "Settings.Name: missing required field")
+		return nil, hresult.Errorf(computecore.HCS_E_INVALID_JSON, "Settings.Name: missing required field")
 	}
 	key := strings.ToLower(sh.Name)
 	cur := vm.shares[key]
@@ -240,7 +242,7 @@ func (s *system) modifyShareLocked(ctx context.Context, req *schema2.ModifySetti
 			return nil, err
 		}
 		if cur != nil {
-			return nil, errorf(errAlreadyExists, "Settings.Name: %q: VM %q already has a share of that name", sh.Name, s.id)
+			return nil, hresult.Errorf(errAlreadyExists, "Settings.Name: %q: VM %q already has a share of that name", sh.Name, s.id)
 		}
 		if err := checkShareHost("Settings", &sh); err != nil {
 			return nil, err
@@ -248,14 +250,14 @@ func (s *system) modifyShareLocked(ctx context.Context, req *schema2.ModifySetti
 		return &hostChange{apply: func() error { vm.shares[key] = &vsmbShare{share: sh}; return nil }, undo: func() { delete(vm.shares, key) }}, nil
 	case schema2.RequestTypeUpdate:
 		if cur == nil {
-			return nil, errorf(errAbsent, "Settings.Name: %q: VM %q has no such share", sh.Name, s.id)
+			return nil, hresult.Errorf(errAbsent, "Settings.Name: %q: VM %q has no such share", sh.Name, s.id)
 		}
 		// Only AllowedFiles of a RestrictFileAccess share may change (hcsshim internal/uvm/vsmb.go).
 		if cur.share.Options == nil || !cur.share.Options.RestrictFileAccess {
-			return nil, errorf(computecore.E_INVALIDARG, "Settings.AllowedFiles: the share %q was not added with RestrictFileAccess", sh.Name)
+			return nil, hresult.Errorf(computecore.E_INVALIDARG, "Settings.AllowedFiles: the share %q was not added with RestrictFileAccess", sh.Name)
 		}
 		if sh.Path != "" && sh.Path != cur.share.Path {
-			return nil, errorf(computecore.E_INVALIDARG, "Settings.Path: %q: the path of share %q cannot change (it is %q)", sh.Path, sh.Name, cur.share.Path)
+			return nil, hresult.Errorf(computecore.E_INVALIDARG, "Settings.Path: %q: the path of share %q cannot change (it is %q)", sh.Path, sh.Name, cur.share.Path)
 		}
 		next := cur.share
 		next.AllowedFiles = sh.AllowedFiles
@@ -268,13 +270,13 @@ func (s *system) modifyShareLocked(ctx context.Context, req *schema2.ModifySetti
 		return &hostChange{apply: func() error { cur.share = next; return nil }}, nil
 	}
 	if cur == nil {
-		return nil, errorf(errAbsent, "Settings.Name: %q: VM %q has no such share", sh.Name, s.id)
+		return nil, hresult.Errorf(errAbsent, "Settings.Name: %q: VM %q has no such share", sh.Name, s.id)
 	}
 	if key == schema2.UVMOSShareName {
-		return nil, errorf(errShareInUse, "Settings.Name: %q: the VM boots from it", sh.Name)
+		return nil, hresult.Errorf(errShareInUse, "Settings.Name: %q: the VM boots from it", sh.Name)
 	}
 	if user, busy := vm.usesShare(key); busy {
-		return nil, errorf(errShareInUse, "Settings.Name: %q is in use by %q", sh.Name, user)
+		return nil, hresult.Errorf(errShareInUse, "Settings.Name: %q is in use by %q", sh.Name, user)
 	}
 	return &hostChange{apply: func() error { delete(vm.shares, key); return nil }}, nil
 }
@@ -284,16 +286,16 @@ func (s *system) modifySCSILocked(ctx context.Context, req *schema2.ModifySettin
 	rest := req.ResourcePath[len(scsiPathPrefix):]
 	parts := strings.Split(rest, "/")
 	if len(parts) != 3 || parts[1] != "Attachments" {
-		return nil, errorf(computecore.E_INVALIDARG, "ResourcePath: %q is not %s<controller>/Attachments/<lun>", req.ResourcePath, scsiPathPrefix)
+		return nil, hresult.Errorf(computecore.E_INVALIDARG, "ResourcePath: %q is not %s<controller>/Attachments/<lun>", req.ResourcePath, scsiPathPrefix)
 	}
 	ctrl := parts[0]
 	luns, ok := vm.scsi[ctrl]
 	if !ok {
-		return nil, errorf(computecore.E_INVALIDARG, "ResourcePath: %q: VM %q has no SCSI controller %q", req.ResourcePath, s.id, ctrl)
+		return nil, hresult.Errorf(computecore.E_INVALIDARG, "ResourcePath: %q: VM %q has no SCSI controller %q", req.ResourcePath, s.id, ctrl)
 	}
 	lun, err := parseLUN(parts[2])
 	if err != nil {
-		return nil, errorf(computecore.E_INVALIDARG, "ResourcePath: %q: %v", req.ResourcePath, err)
+		return nil, hresult.Errorf(computecore.E_INVALIDARG, "ResourcePath: %q: %v", req.ResourcePath, err)
 	}
 	if err := wantRequestType(req, schema2.RequestTypeAdd, schema2.RequestTypeRemove); err != nil {
 		return nil, err
@@ -310,7 +312,7 @@ func (s *system) modifySCSILocked(ctx context.Context, req *schema2.ModifySettin
 			return nil, err
 		}
 		if cur := luns[lun]; cur != nil {
-			return nil, errorf(errAlreadyExists, "ResourcePath: %q: LUN %d of controller %q holds %q", req.ResourcePath, lun, ctrl, cur.att.Path)
+			return nil, hresult.Errorf(errAlreadyExists, "ResourcePath: %q: LUN %d of controller %q holds %q", req.ResourcePath, lun, ctrl, cur.att.Path)
 		}
 		if err := checkAttachmentHost("Settings", &a); err != nil {
 			return nil, err
@@ -319,11 +321,11 @@ func (s *system) modifySCSILocked(ctx context.Context, req *schema2.ModifySettin
 	}
 	cur := luns[lun]
 	if cur == nil {
-		return nil, errorf(errAbsent, "ResourcePath: %q: nothing is attached at LUN %d of controller %q", req.ResourcePath, lun, ctrl)
+		return nil, hresult.Errorf(errAbsent, "ResourcePath: %q: nothing is attached at LUN %d of controller %q", req.ResourcePath, lun, ctrl)
 	}
 	return &hostChange{apply: func() error {
 		if cur.mountedAt != "" {
-			return errorf(errShareInUse, "ResourcePath: %q: the disk is mounted in the guest at %q", req.ResourcePath, vm.mounts[cur.mountedAt].guestPath)
+			return hresult.Errorf(errShareInUse, "ResourcePath: %q: the disk is mounted in the guest at %q", req.ResourcePath, vm.mounts[cur.mountedAt].guestPath)
 		}
 		delete(luns, lun)
 		return nil
@@ -350,7 +352,7 @@ func (vm *vmState) controller0() (string, bool) {
 
 func (s *system) guestModifyLocked(ctx context.Context, g *schema2.GuestModifySettingRequest) error {
 	if g.RequestType != schema2.RequestTypeAdd && g.RequestType != schema2.RequestTypeRemove {
-		return errorf(computecore.E_INVALIDARG, "GuestRequest.RequestType: %q is not Add or Remove", g.RequestType)
+		return hresult.Errorf(computecore.E_INVALIDARG, "GuestRequest.RequestType: %q is not Add or Remove", g.RequestType)
 	}
 	var settings []byte
 	if g.Settings != nil {
@@ -358,9 +360,9 @@ func (s *system) guestModifyLocked(ctx context.Context, g *schema2.GuestModifySe
 	}
 	decode := func(v any) error {
 		if settings == nil {
-			return errorf(computecore.HCS_E_INVALID_JSON, "GuestRequest.Settings: missing required field")
+			return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "GuestRequest.Settings: missing required field")
 		}
-		if err := decodeDocument(string(settings), v, "GuestRequest.Settings"); err != nil {
+		if err := hresult.Decode(string(settings), v, "GuestRequest.Settings"); err != nil {
 			return prefixField(err, "GuestRequest.")
 		}
 		return nil
@@ -388,9 +390,9 @@ func (s *system) guestModifyLocked(ctx context.Context, g *schema2.GuestModifySe
 		}
 		return s.guestDirLocked(g.RequestType, &md)
 	case "":
-		return errorf(computecore.HCS_E_INVALID_JSON, "GuestRequest.ResourceType: missing required field")
+		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "GuestRequest.ResourceType: missing required field")
 	}
-	return errorf(computecore.E_NOTIMPL, "GuestRequest.ResourceType: %q is not emulated (MappedVirtualDisk, CombinedLayers, MappedDirectory, NetworkNamespace and Network are)", g.ResourceType)
+	return hresult.Errorf(computecore.E_NOTIMPL, "GuestRequest.ResourceType: %q is not emulated (MappedVirtualDisk, CombinedLayers, MappedDirectory, NetworkNamespace and Network are)", g.ResourceType)
 }
 
 func (s *system) guestDiskLocked(rt schema2.RequestType, m *schema2.MappedVirtualDisk) error {
@@ -403,13 +405,13 @@ func (s *system) guestDiskLocked(rt schema2.RequestType, m *schema2.MappedVirtua
 	if rt == schema2.RequestTypeRemove {
 		gm := vm.mounts[key]
 		if gm == nil {
-			return errorf(errAbsent, "%s.ContainerPath: %q: no disk is mounted there in VM %q", f, m.ContainerPath, s.id)
+			return hresult.Errorf(errAbsent, "%s.ContainerPath: %q: no disk is mounted there in VM %q", f, m.ContainerPath, s.id)
 		}
 		if _, busy := vm.layers[key]; busy {
-			return errorf(errShareInUse, "%s.ContainerPath: %q: CombinedLayers are applied on it", f, m.ContainerPath)
+			return hresult.Errorf(errShareInUse, "%s.ContainerPath: %q: CombinedLayers are applied on it", f, m.ContainerPath)
 		}
 		if err := unix.Unmount(gm.target, unix.MNT_DETACH); err != nil {
-			return errorf(computecore.E_FAIL, "%s.ContainerPath: unmount %q in VM %q: %v", f, m.ContainerPath, s.id, err)
+			return hresult.Errorf(computecore.E_FAIL, "%s.ContainerPath: unmount %q in VM %q: %v", f, m.ContainerPath, s.id, err)
 		}
 		delete(vm.mounts, key)
 		if d := vm.scsi[gm.ctrl][gm.lun]; d != nil {
@@ -419,31 +421,31 @@ func (s *system) guestDiskLocked(rt schema2.RequestType, m *schema2.MappedVirtua
 	}
 	ctrl, ok := vm.controller0()
 	if !ok {
-		return errorf(computecore.E_INVALIDARG, "%s.Lun: VM %q has no SCSI controller 0", f, s.id)
+		return hresult.Errorf(computecore.E_INVALIDARG, "%s.Lun: VM %q has no SCSI controller 0", f, s.id)
 	}
 	d := vm.scsi[ctrl][m.Lun]
 	switch {
 	case d == nil:
-		return errorf(errAbsent, "%s.Lun: nothing is attached at LUN %d of controller %q of VM %q", f, m.Lun, ctrl, s.id)
+		return hresult.Errorf(errAbsent, "%s.Lun: nothing is attached at LUN %d of controller %q of VM %q", f, m.Lun, ctrl, s.id)
 	case d.mountedAt != "":
-		return errorf(errAlreadyExists, "%s.Lun: the disk at LUN %d is already mounted at %q", f, m.Lun, vm.mounts[d.mountedAt].guestPath)
+		return hresult.Errorf(errAlreadyExists, "%s.Lun: the disk at LUN %d is already mounted at %q", f, m.Lun, vm.mounts[d.mountedAt].guestPath)
 	case d.att.Type != "VirtualDisk":
-		return errorf(computecore.E_NOTIMPL, "%s.Lun: LUN %d holds a %s; the emulator mounts virtual disks only", f, m.Lun, d.att.Type)
+		return hresult.Errorf(computecore.E_NOTIMPL, "%s.Lun: LUN %d holds a %s; the emulator mounts virtual disks only", f, m.Lun, d.att.Type)
 	}
 	if _, dup := vm.mounts[key]; dup {
-		return errorf(errAlreadyExists, "%s.ContainerPath: %q: a disk is already mounted there", f, m.ContainerPath)
+		return hresult.Errorf(errAlreadyExists, "%s.ContainerPath: %q: a disk is already mounted there", f, m.ContainerPath)
 	}
-	fsDir, err := vhdxFileSystem(d.att.Path)
+	fsDir, err := storage.VHDXFileSystem(d.att.Path)
 	if err != nil {
 		return prefixField(err, f+".Lun: ")
 	}
 	for _, sub := range []string{"Files", "work"} {
 		if err := os.MkdirAll(filepath.Join(fsDir, sub), 0o755); err != nil {
-			return errorf(computecore.E_FAIL, "%s.Lun: the file system of %q: %v", f, d.att.Path, err)
+			return hresult.Errorf(computecore.E_FAIL, "%s.Lun: the file system of %q: %v", f, d.att.Path, err)
 		}
 	}
-	if err := bindMount(filepath.Join(fsDir, "Files"), target, d.att.ReadOnly); err != nil {
-		return errorf(computecore.E_FAIL, "%s.ContainerPath: mount LUN %d at %q in VM %q: %v", f, m.Lun, m.ContainerPath, s.id, err)
+	if err := storage.BindMount(filepath.Join(fsDir, "Files"), target, d.att.ReadOnly); err != nil {
+		return hresult.Errorf(computecore.E_FAIL, "%s.ContainerPath: mount LUN %d at %q in VM %q: %v", f, m.Lun, m.ContainerPath, s.id, err)
 	}
 	vm.mounts[key] = &guestMount{guestPath: m.ContainerPath, ctrl: ctrl, lun: m.Lun, target: target, fs: fsDir}
 	d.mountedAt = key
@@ -460,28 +462,28 @@ func (s *system) guestLayersLocked(rt schema2.RequestType, cl *schema2.CombinedL
 	if rt == schema2.RequestTypeRemove {
 		cur := vm.layers[key]
 		if cur == nil {
-			return errorf(errAbsent, "%s.ContainerRootPath: %q: no CombinedLayers there in VM %q", f, cl.ContainerRootPath, s.id)
+			return hresult.Errorf(errAbsent, "%s.ContainerRootPath: %q: no CombinedLayers there in VM %q", f, cl.ContainerRootPath, s.id)
 		}
 		for id, h := range vm.hosted {
 			if h.layers == key {
-				return errorf(errShareInUse, "%s.ContainerRootPath: %q is the storage of container %q", f, cl.ContainerRootPath, id)
+				return hresult.Errorf(errShareInUse, "%s.ContainerRootPath: %q is the storage of container %q", f, cl.ContainerRootPath, id)
 			}
 		}
 		if err := unix.Unmount(cur.target, unix.MNT_DETACH); err != nil {
-			return errorf(computecore.E_FAIL, "%s.ContainerRootPath: remove the layers at %q: %v", f, cl.ContainerRootPath, err)
+			return hresult.Errorf(computecore.E_FAIL, "%s.ContainerRootPath: remove the layers at %q: %v", f, cl.ContainerRootPath, err)
 		}
 		delete(vm.layers, key)
 		return nil
 	}
 	gm := vm.mounts[key]
 	if gm == nil {
-		return errorf(computecore.E_PATH_NOT_FOUND, "%s.ContainerRootPath: %q: no disk is mounted there (MappedVirtualDisk) in VM %q", f, cl.ContainerRootPath, s.id)
+		return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s.ContainerRootPath: %q: no disk is mounted there (MappedVirtualDisk) in VM %q", f, cl.ContainerRootPath, s.id)
 	}
 	if _, dup := vm.layers[key]; dup {
-		return errorf(errAlreadyExists, "%s.ContainerRootPath: %q: layers are already combined there", f, cl.ContainerRootPath)
+		return hresult.Errorf(errAlreadyExists, "%s.ContainerRootPath: %q: layers are already combined there", f, cl.ContainerRootPath)
 	}
 	if len(cl.Layers) == 0 {
-		return errorf(computecore.HCS_E_INVALID_JSON, "%s.Layers: missing required field", f)
+		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "%s.Layers: missing required field", f)
 	}
 	var lowers, shares []string
 	for i, l := range cl.Layers {
@@ -492,17 +494,17 @@ func (s *system) guestLayersLocked(rt schema2.RequestType, cl *schema2.CombinedL
 		}
 		files := filepath.Join(host, "Files")
 		if err := statDir(files); err != nil {
-			return errorf(computecore.HCS_E_INVALID_LAYER, "%s: %q: not a layer (%s: %v)", field, l.Path, files, err)
+			return hresult.Errorf(computecore.HCS_E_INVALID_LAYER, "%s: %q: not a layer (%s: %v)", field, l.Path, files, err)
 		}
 		if strings.ContainsAny(files, ":,") {
-			return errorf(computecore.E_INVALIDARG, "%s: %q: the emulator cannot combine a layer whose folder has ':' or ','", field, l.Path)
+			return hresult.Errorf(computecore.E_INVALIDARG, "%s: %q: the emulator cannot combine a layer whose folder has ':' or ','", field, l.Path)
 		}
 		lowers = append(lowers, files)
 		shares = append(shares, name)
 	}
 	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + filepath.Join(gm.fs, "Files") + ",workdir=" + filepath.Join(gm.fs, "work") + ",index=off,redirect_dir=off,metacopy=off"
 	if err := unix.Mount("overlay", target, "overlay", 0, opts); err != nil {
-		return errorf(computecore.E_FAIL, "%s.ContainerRootPath: combine the layers at %q in VM %q: %v", f, cl.ContainerRootPath, s.id, err)
+		return hresult.Errorf(computecore.E_FAIL, "%s.ContainerRootPath: combine the layers at %q in VM %q: %v", f, cl.ContainerRootPath, s.id, err)
 	}
 	vm.layers[key] = &combinedLayers{guestPath: cl.ContainerRootPath, target: target, shares: shares}
 	return nil
@@ -518,27 +520,27 @@ func (s *system) guestDirLocked(rt schema2.RequestType, md *schema2.MappedDirect
 	if rt == schema2.RequestTypeRemove {
 		cur := vm.dirs[key]
 		if cur == nil {
-			return errorf(errAbsent, "%s.ContainerPath: %q is not mapped in VM %q", f, md.ContainerPath, s.id)
+			return hresult.Errorf(errAbsent, "%s.ContainerPath: %q is not mapped in VM %q", f, md.ContainerPath, s.id)
 		}
 		if err := unix.Unmount(cur.target, unix.MNT_DETACH); err != nil {
-			return errorf(computecore.E_FAIL, "%s.ContainerPath: unmap %q: %v", f, md.ContainerPath, err)
+			return hresult.Errorf(computecore.E_FAIL, "%s.ContainerPath: unmap %q: %v", f, md.ContainerPath, err)
 		}
 		delete(vm.dirs, key)
 		return nil
 	}
 	if _, dup := vm.dirs[key]; dup {
-		return errorf(errAlreadyExists, "%s.ContainerPath: %q is already mapped in VM %q", f, md.ContainerPath, s.id)
+		return hresult.Errorf(errAlreadyExists, "%s.ContainerPath: %q is already mapped in VM %q", f, md.ContainerPath, s.id)
 	}
 	name, host, share, err := vm.vsmbPath(f+".HostPath", md.HostPath)
 	if err != nil {
 		return err
 	}
 	if err := statDir(host); err != nil {
-		return errorf(computecore.E_PATH_NOT_FOUND, "%s.HostPath: %q: %v", f, md.HostPath, err)
+		return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s.HostPath: %q: %v", f, md.HostPath, err)
 	}
 	ro := md.ReadOnly || (share.share.Options != nil && share.share.Options.ReadOnly)
-	if err := bindMount(host, target, ro); err != nil {
-		return errorf(computecore.E_FAIL, "%s.ContainerPath: map %q at %q in VM %q: %v", f, md.HostPath, md.ContainerPath, s.id, err)
+	if err := storage.BindMount(host, target, ro); err != nil {
+		return hresult.Errorf(computecore.E_FAIL, "%s.ContainerPath: map %q at %q in VM %q: %v", f, md.HostPath, md.ContainerPath, s.id, err)
 	}
 	vm.dirs[key] = &guestDir{md: *md, target: target, share: name}
 	return nil
@@ -558,7 +560,7 @@ func (s *system) modifyHvServiceLocked(req *schema2.ModifySettingRequest, settin
 	}
 	id := req.ResourcePath[len(hvServicePathPrefix):]
 	if !guidRe.MatchString(id) {
-		return nil, errorf(computecore.E_INVALIDARG, "ResourcePath: %q: %q is not a service GUID", req.ResourcePath, id)
+		return nil, hresult.Errorf(computecore.E_INVALIDARG, "ResourcePath: %q: %q is not a service GUID", req.ResourcePath, id)
 	}
 	key := strings.ToLower(id)
 	remove := req.RequestType == schema2.RequestTypeRemove
@@ -573,11 +575,11 @@ func (s *system) modifyHvServiceLocked(req *schema2.ModifySettingRequest, settin
 		}
 	}
 	if _, ok := vm.hvServices[key]; !ok {
-		return nil, errorf(errAbsent, "ResourcePath: %q: VM %q has no HvSocket service %s", req.ResourcePath, s.id, id)
+		return nil, hresult.Errorf(errAbsent, "ResourcePath: %q: VM %q has no HvSocket service %s", req.ResourcePath, s.id, id)
 	}
 	for cid, h := range vm.hosted {
 		if slices.Contains(h.services, key) {
-			return nil, errorf(errShareInUse, "ResourcePath: %q: HvSocket service %s is used by container %q", req.ResourcePath, id, cid)
+			return nil, hresult.Errorf(errShareInUse, "ResourcePath: %q: HvSocket service %s is used by container %q", req.ResourcePath, id, cid)
 		}
 	}
 	return &hostChange{apply: func() error { delete(vm.hvServices, key); return nil }}, nil

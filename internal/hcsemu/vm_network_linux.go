@@ -3,7 +3,9 @@ package hcsemu
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/containerd/log"
@@ -11,6 +13,8 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/computenetwork"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hns"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
@@ -24,7 +28,7 @@ import (
 //   - host side, VirtualMachine/Devices/NetworkAdapters/<nic id> Add / Remove with a
 //     NetworkAdapter {EndpointId, MacAddress} (hcsshim internal/uvm/network.go addNIC; also
 //     in the create document's Devices.NetworkAdapters): the HNS endpoint's link moves into the
-//     VM's namespace with its address, MAC and routes (hns_vm.go) and back on Remove; the
+//     VM's namespace with its address, MAC and routes (internal/hcsemu/hns vmnic.go) and back on Remove; the
 //     endpoint stays an HNS object. When the VM stops (shutdown, terminate, crash), its NICs are
 //     unplugged the same way and its namespace removed.
 //   - guest side (GuestRequest, the HCS-mediated path; hcsshim's SetupNetworkNamespace,
@@ -71,8 +75,8 @@ func (s *system) vmNetnsPath() string {
 // failure nothing is left.
 func (s *system) setupVMNetworkLocked(ctx context.Context, adapters map[string]schema2.NetworkAdapter) error {
 	p := s.vmNetnsPath()
-	if err := newNetnsFile(p); err != nil {
-		return errorf(computecore.E_FAIL, "VM %q: its network namespace: %v", s.id, err)
+	if err := hns.NewNetnsFile(p); err != nil {
+		return hresult.Errorf(computecore.E_FAIL, "VM %q: its network namespace: %v", s.id, err)
 	}
 	n := &vmNetwork{path: p, nics: map[string]*vmNIC{}, preAdd: map[string]string{}, inGuest: map[string]bool{}}
 	s.vm.net = n
@@ -80,15 +84,15 @@ func (s *system) setupVMNetworkLocked(ctx context.Context, adapters map[string]s
 		s.releaseVMNetworkLocked(ctx)
 		return err
 	}
-	if err := withHandle(p, setLoopbackUp); err != nil {
-		return fail(errorf(computecore.E_FAIL, "VM %q: loopback of its network namespace: %v", s.id, err))
+	if err := hns.SetLoopbackUp(p); err != nil {
+		return fail(hresult.Errorf(computecore.E_FAIL, "VM %q: loopback of its network namespace: %v", s.id, err))
 	}
 	f, err := os.Open(p)
 	if err != nil {
-		return fail(errorf(computecore.E_FAIL, "VM %q: %v", s.id, err))
+		return fail(hresult.Errorf(computecore.E_FAIL, "VM %q: %v", s.id, err))
 	}
 	s.netns = f
-	for _, id := range sortedKeys(adapters) {
+	for _, id := range slices.Sorted(maps.Keys(adapters)) {
 		field := "VirtualMachine.Devices.NetworkAdapters." + id
 		if err := s.plugNICLocked(ctx, field, id, adapters[id]); err != nil {
 			return fail(err)
@@ -102,12 +106,12 @@ func (s *system) plugNICLocked(ctx context.Context, field, id string, a schema2.
 	n := s.vm.net
 	key := strings.ToLower(id)
 	if cur, dup := n.nics[key]; dup {
-		return errorf(errAlreadyExists, "%s: VM %q already has NIC %q (endpoint %s)", field, s.id, id, cur.endpoint)
+		return hresult.Errorf(errAlreadyExists, "%s: VM %q already has NIC %q (endpoint %s)", field, s.id, id, cur.endpoint)
 	}
 	if a.EndpointId == "" {
-		return errorf(computecore.HCS_E_INVALID_JSON, "%s.EndpointId: missing required field", field)
+		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "%s.EndpointId: missing required field", field)
 	}
-	if err := s.e.hns.attachVMNIC(ctx, field, s.id, id, n.path, a.EndpointId, a.MacAddress, len(n.nics)); err != nil {
+	if err := s.e.net.AttachVMNIC(ctx, field, s.id, id, n.path, a.EndpointId, a.MacAddress, len(n.nics)); err != nil {
 		return err
 	}
 	n.nics[key] = &vmNIC{id: id, endpoint: a.EndpointId}
@@ -121,7 +125,7 @@ func (s *system) unplugNICLocked(ctx context.Context, key string) {
 	if nic == nil {
 		return
 	}
-	s.e.hns.detachVMNIC(ctx, s.id, nic.id, nic.endpoint)
+	s.e.net.DetachVMNIC(ctx, s.id, nic.id, nic.endpoint)
 	delete(n.nics, key)
 	delete(n.inGuest, key)
 }
@@ -133,12 +137,12 @@ func (s *system) releaseVMNetworkLocked(ctx context.Context) {
 	if n == nil {
 		return
 	}
-	for _, key := range sortedKeys(n.nics) {
+	for _, key := range slices.Sorted(maps.Keys(n.nics)) {
 		s.unplugNICLocked(ctx, key)
 	}
 	n.guestNS = ""
 	clear(n.preAdd)
-	if err := removeNetnsFile(n.path); err != nil {
+	if err := hns.RemoveNetnsFile(n.path); err != nil {
 		log.G(ctx).WithError(err).WithField("system", s.id).Warn("hcsemu: removing the VM's network namespace failed")
 	}
 	s.vm.net = nil
@@ -149,7 +153,7 @@ func (s *system) modifyNICLocked(ctx context.Context, req *schema2.ModifySetting
 	n := s.vm.net
 	id := req.ResourcePath[len(nicPathPrefix):]
 	if id == "" || strings.Contains(id, "/") {
-		return nil, errorf(computecore.E_INVALIDARG, "ResourcePath: %q is not %s<nic id>", req.ResourcePath, nicPathPrefix)
+		return nil, hresult.Errorf(computecore.E_INVALIDARG, "ResourcePath: %q is not %s<nic id>", req.ResourcePath, nicPathPrefix)
 	}
 	if err := wantRequestType(req, schema2.RequestTypeAdd, schema2.RequestTypeRemove, schema2.RequestTypeUpdate); err != nil {
 		return nil, err
@@ -165,10 +169,10 @@ func (s *system) modifyNICLocked(ctx context.Context, req *schema2.ModifySetting
 	switch req.RequestType {
 	case schema2.RequestTypeAdd:
 		if cur != nil {
-			return nil, errorf(errAlreadyExists, "ResourcePath: %q: VM %q already has NIC %q (endpoint %s)", req.ResourcePath, s.id, id, cur.endpoint)
+			return nil, hresult.Errorf(errAlreadyExists, "ResourcePath: %q: VM %q already has NIC %q (endpoint %s)", req.ResourcePath, s.id, id, cur.endpoint)
 		}
 		if a.EndpointId == "" {
-			return nil, errorf(computecore.HCS_E_INVALID_JSON, "Settings.EndpointId: missing required field")
+			return nil, hresult.Errorf(computecore.HCS_E_INVALID_JSON, "Settings.EndpointId: missing required field")
 		}
 		return &hostChange{
 			apply: func() error { return s.plugNICLocked(ctx, "Settings", id, a) },
@@ -178,18 +182,18 @@ func (s *system) modifyNICLocked(ctx context.Context, req *schema2.ModifySetting
 		// hcsshim's UpdateNIC changes IovSettings, which the emulator does not model; the
 		// endpoint of a NIC cannot change.
 		if cur == nil {
-			return nil, errorf(errAbsent, "ResourcePath: %q: VM %q has no such NIC", req.ResourcePath, s.id)
+			return nil, hresult.Errorf(errAbsent, "ResourcePath: %q: VM %q has no such NIC", req.ResourcePath, s.id)
 		}
 		if a.EndpointId != "" && !strings.EqualFold(a.EndpointId, cur.endpoint) {
-			return nil, errorf(computecore.E_INVALIDARG, "Settings.EndpointId: %q: the endpoint of NIC %q cannot change (it is %s)", a.EndpointId, id, cur.endpoint)
+			return nil, hresult.Errorf(computecore.E_INVALIDARG, "Settings.EndpointId: %q: the endpoint of NIC %q cannot change (it is %s)", a.EndpointId, id, cur.endpoint)
 		}
 		return &hostChange{apply: func() error { return nil }}, nil
 	}
 	if cur == nil {
-		return nil, errorf(errAbsent, "ResourcePath: %q: VM %q has no such NIC", req.ResourcePath, s.id)
+		return nil, hresult.Errorf(errAbsent, "ResourcePath: %q: VM %q has no such NIC", req.ResourcePath, s.id)
 	}
 	if a.EndpointId != "" && !strings.EqualFold(a.EndpointId, cur.endpoint) {
-		return nil, errorf(computecore.E_INVALIDARG, "Settings.EndpointId: %q is not the endpoint of NIC %q (%s)", a.EndpointId, id, cur.endpoint)
+		return nil, hresult.Errorf(computecore.E_INVALIDARG, "Settings.EndpointId: %q is not the endpoint of NIC %q (%s)", a.EndpointId, id, cur.endpoint)
 	}
 	return &hostChange{apply: func() error { s.unplugNICLocked(ctx, key); return nil }}, nil
 }
@@ -199,18 +203,18 @@ func (s *system) guestNamespaceLocked(rt schema2.RequestType, doc *hcn.HostCompu
 	n := s.vm.net
 	const f = "GuestRequest.Settings"
 	if doc.Id == "" {
-		return errorf(computecore.HCS_E_INVALID_JSON, "%s.ID: missing required field", f)
+		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "%s.ID: missing required field", f)
 	}
-	id, err := canonicalGUID(f+".ID", doc.Id)
+	id, err := hns.CanonicalGUID(f+".ID", doc.Id)
 	if err != nil {
 		return err
 	}
 	if rt == schema2.RequestTypeRemove {
 		if n.guestNS != id {
-			return errorf(errAbsent, "%s.ID: %s: the guest of VM %q has no such network namespace", f, doc.Id, s.id)
+			return hresult.Errorf(errAbsent, "%s.ID: %s: the guest of VM %q has no such network namespace", f, doc.Id, s.id)
 		}
 		if len(n.nics) > 0 {
-			return errorf(errShareInUse, "%s.ID: %s: VM %q still has %d NICs in it; remove them first", f, doc.Id, s.id, len(n.nics))
+			return hresult.Errorf(errShareInUse, "%s.ID: %s: VM %q still has %d NICs in it; remove them first", f, doc.Id, s.id, len(n.nics))
 		}
 		n.guestNS = ""
 		return nil
@@ -218,9 +222,9 @@ func (s *system) guestNamespaceLocked(rt schema2.RequestType, doc *hcn.HostCompu
 	switch n.guestNS {
 	case "":
 	case id:
-		return errorf(errAlreadyExists, "%s.ID: %s: the guest of VM %q has it already", f, doc.Id, s.id)
+		return hresult.Errorf(errAlreadyExists, "%s.ID: %s: the guest of VM %q has it already", f, doc.Id, s.id)
 	default:
-		return errorf(computecore.E_NOTIMPL, "%s.ID: %s: the emulated guest of VM %q has one network namespace, %s", f, doc.Id, s.id, n.guestNS)
+		return hresult.Errorf(computecore.E_NOTIMPL, "%s.ID: %s: the emulated guest of VM %q has one network namespace, %s", f, doc.Id, s.id, n.guestNS)
 	}
 	n.guestNS = id
 	return nil
@@ -239,30 +243,30 @@ func (s *system) guestNICLocked(rt schema2.RequestType, r *networkModifyRequest)
 	n := s.vm.net
 	const f = "GuestRequest.Settings"
 	if r.AdapterId == "" {
-		return errorf(computecore.HCS_E_INVALID_JSON, "%s.AdapterId: missing required field", f)
+		return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "%s.AdapterId: missing required field", f)
 	}
 	key := strings.ToLower(r.AdapterId)
 	switch {
 	case rt == schema2.RequestTypeAdd && r.RequestType == schema2.NetworkRequestPreAdd:
 		var ep hcn.HostComputeEndpoint
-		if err := decodeDocument(string(r.Settings), &ep, f+".Settings"); err != nil {
+		if err := hresult.Decode(string(r.Settings), &ep, f+".Settings"); err != nil {
 			return err
 		}
 		if ep.Id == "" {
-			return errorf(computecore.HCS_E_INVALID_JSON, "%s.Settings.ID: missing required field", f)
+			return hresult.Errorf(computecore.HCS_E_INVALID_JSON, "%s.Settings.ID: missing required field", f)
 		}
 		if n.guestNS == "" {
-			return errorf(errAbsent, "%s.Settings: the guest of VM %q has no network namespace for endpoint %s (NetworkNamespace first)", f, s.id, ep.Id)
+			return hresult.Errorf(errAbsent, "%s.Settings: the guest of VM %q has no network namespace for endpoint %s (NetworkNamespace first)", f, s.id, ep.Id)
 		}
 		if ep.HostComputeNamespace != "" {
-			if ns, err := canonicalGUID(f+".Settings.HostComputeNamespace", ep.HostComputeNamespace); err != nil {
+			if ns, err := hns.CanonicalGUID(f+".Settings.HostComputeNamespace", ep.HostComputeNamespace); err != nil {
 				return err
 			} else if ns != n.guestNS {
-				return errorf(errAbsent, "%s.Settings.HostComputeNamespace: %s is not the guest's network namespace %s", f, ep.HostComputeNamespace, n.guestNS)
+				return hresult.Errorf(errAbsent, "%s.Settings.HostComputeNamespace: %s is not the guest's network namespace %s", f, ep.HostComputeNamespace, n.guestNS)
 			}
 		}
 		if _, dup := n.preAdd[key]; dup || n.inGuest[key] {
-			return errorf(errAlreadyExists, "%s.AdapterId: %q was already added in the guest of VM %q", f, r.AdapterId, s.id)
+			return hresult.Errorf(errAlreadyExists, "%s.AdapterId: %q was already added in the guest of VM %q", f, r.AdapterId, s.id)
 		}
 		n.preAdd[key] = ep.Id
 		return nil
@@ -271,11 +275,11 @@ func (s *system) guestNICLocked(rt schema2.RequestType, r *networkModifyRequest)
 		nic := n.nics[key]
 		switch {
 		case !ok:
-			return errorf(errAbsent, "%s.AdapterId: %q: no PreAdd of that adapter in the guest of VM %q", f, r.AdapterId, s.id)
+			return hresult.Errorf(errAbsent, "%s.AdapterId: %q: no PreAdd of that adapter in the guest of VM %q", f, r.AdapterId, s.id)
 		case nic == nil:
-			return errorf(errAbsent, "%s.AdapterId: %q: VM %q has no such NIC (%s%s)", f, r.AdapterId, s.id, nicPathPrefix, r.AdapterId)
+			return hresult.Errorf(errAbsent, "%s.AdapterId: %q: VM %q has no such NIC (%s%s)", f, r.AdapterId, s.id, nicPathPrefix, r.AdapterId)
 		case !strings.EqualFold(ep, nic.endpoint):
-			return errorf(computecore.E_INVALIDARG, "%s.AdapterId: %q: its PreAdd named endpoint %s, the NIC is endpoint %s", f, r.AdapterId, ep, nic.endpoint)
+			return hresult.Errorf(computecore.E_INVALIDARG, "%s.AdapterId: %q: its PreAdd named endpoint %s, the NIC is endpoint %s", f, r.AdapterId, ep, nic.endpoint)
 		}
 		delete(n.preAdd, key)
 		n.inGuest[key] = true
@@ -286,12 +290,12 @@ func (s *system) guestNICLocked(rt schema2.RequestType, r *networkModifyRequest)
 			return nil
 		}
 		if !n.inGuest[key] {
-			return errorf(errAbsent, "%s.AdapterId: %q is not an adapter of the guest of VM %q", f, r.AdapterId, s.id)
+			return hresult.Errorf(errAbsent, "%s.AdapterId: %q is not an adapter of the guest of VM %q", f, r.AdapterId, s.id)
 		}
 		delete(n.inGuest, key)
 		return nil
 	}
-	return errorf(computecore.E_INVALIDARG, "%s.RequestType: %q in a GuestRequest %s: want PreAdd or Add under Add, Remove under Remove", f, r.RequestType, rt)
+	return hresult.Errorf(computecore.E_INVALIDARG, "%s.RequestType: %q in a GuestRequest %s: want PreAdd or Add under Add, Remove under Remove", f, r.RequestType, rt)
 }
 
 // hostedNetwork is where a container hosted in the VM runs: the VM's network namespace.
@@ -302,16 +306,16 @@ func (s *system) guestNICLocked(rt schema2.RequestType, r *networkModifyRequest)
 func (vm *vmState) hostedNetwork(vmID string, c *schema2.Container) (string, error) {
 	n := vm.net
 	if n == nil {
-		return "", errorf(computecore.HCS_E_INVALID_STATE, "HostingSystemId: VM %q has no network (stopped)", vmID)
+		return "", hresult.Errorf(computecore.HCS_E_INVALID_STATE, "HostingSystemId: VM %q has no network (stopped)", vmID)
 	}
 	if c.Networking != nil && c.Networking.Namespace != "" {
 		const field = "HostedSystem.Container.Networking.Namespace"
-		id, err := canonicalGUID(field, c.Networking.Namespace)
+		id, err := hns.CanonicalGUID(field, c.Networking.Namespace)
 		if err != nil {
 			return "", err
 		}
 		if id != n.guestNS {
-			return "", errorf(computecore.HRESULT(computenetwork.E_ELEMENT_NOT_FOUND), "%s: %q is not a network namespace of VM %q's guest (NetworkNamespace guest request)", field, c.Networking.Namespace, vmID)
+			return "", hresult.Errorf(computecore.HRESULT(computenetwork.E_ELEMENT_NOT_FOUND), "%s: %q is not a network namespace of VM %q's guest (NetworkNamespace guest request)", field, c.Networking.Namespace, vmID)
 		}
 		net := *c.Networking
 		net.Namespace = ""

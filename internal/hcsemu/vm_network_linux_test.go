@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/hns"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
@@ -24,7 +25,12 @@ import (
 func links(t *testing.T, path string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	err := withHandle(path, func(h *netlink.Handle) error {
+	err := hns.InNetns(path, func() error {
+		h, err := netlink.NewHandle()
+		if err != nil {
+			return err
+		}
+		defer h.Close()
 		ls, err := h.LinkList()
 		if err != nil {
 			return err
@@ -169,7 +175,7 @@ func TestVMNetworking(t *testing.T) {
 		t.Fatalf("hosted container in the pod's namespace: %v", err)
 	}
 	server := runInBackground(t, e, "web", `C:\workload\workload.exe listen 0.0.0.0:7000`)
-	// It sees the DNS settings of the VM's NIC (dns.go): a Hyper-V pod's containers share its
+	// It sees the DNS settings of the VM's NIC (hns dns.go): a Hyper-V pod's containers share its
 	// adapters.
 	if code, out := runIn(t, e, "web", `C:\workload\workload.exe read C:\etc\resolv.conf`); code != 0 ||
 		!strings.Contains(out, "# hcsemu-adapter "+epDoc.MacAddress+" suffix=google.com servers=10.10.10.10\n") ||
@@ -179,7 +185,7 @@ func TestVMNetworking(t *testing.T) {
 	var answer string
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		err = inNetns(HostNetnsPath(e.cfg.Root), func() error {
+		err = hns.InNetns(hns.HostNetnsPath(e.cfg.Root), func() error {
 			c, err := net.DialTimeout("tcp", "10.252.0.7:7000", 5*time.Second)
 			if err != nil {
 				return err

@@ -15,7 +15,8 @@ import (
 )
 
 // The "VM init": the process that is a utility VM's kernel, as far as Linux can tell. hcsemu
-// starts it by re-executing itself (/proc/self/exe) with vmInitEnv set, in new PID, mount, UTS
+// starts it by re-executing itself (/proc/self/exe) with vmInitEnv set (the binary's
+// explicit Reexec call, reexec_linux.go, then runs runVMInit), in new PID, mount, UTS
 // and IPC namespaces and in the VM's cgroup; it is PID 1 of the VM. It makes its mounts slaves
 // of the daemon's (so the guest mounts the daemon makes under <root>/vms appear in it, while
 // nothing mounted inside reaches the host), mounts the VM's own procfs at C:\proc of the
@@ -27,12 +28,6 @@ const (
 	vmInitEnv     = layout.VMInitEnv     // set (to the VM's host name) in the VM init's environment
 	vmInitRootEnv = layout.VMInitRootEnv // the guest's C:\ (a path the daemon mounted)
 )
-
-func init() {
-	if name, ok := os.LookupEnv(vmInitEnv); ok {
-		os.Exit(runVMInit(name, os.Getenv(vmInitRootEnv)))
-	}
-}
 
 func runVMInit(hostname, root string) int {
 	ready := os.NewFile(3, "ready")

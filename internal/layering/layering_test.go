@@ -55,14 +55,26 @@ var rules = map[string][]string{
 	"internal/computecore":    nil,
 	"internal/computenetwork": nil,
 
-	// The emulator, its client and its neutral leaves.
-	"internal/hcsemu": {"internal/atomicfile", "internal/computecore", "internal/computenetwork", "internal/emuvhdx",
-		"internal/hcs/schema2", "internal/hcsemu/layout", "internal/hcsemu/wire", "internal/hns/hcn",
-		"internal/wclayer", "internal/winargs"},
-	"internal/hcsemu/client": {"internal/computecore", "internal/computenetwork", "internal/hcs/schema2", "internal/hcsemu/wire"},
-	"internal/hcsemu/wire":   {"internal/computecore", "internal/hcs/schema2"},
-	"internal/hcsemu/layout": nil,
-	"internal/emuvhdx":       nil,
+	// The emulator, its client and its neutral leaves. The top package is the compute service
+	// and the wiring; each emulated service below it is a package of its own, which imports
+	// neither the top package nor another service (hns and storage never import compute).
+	"internal/hcsemu": {"internal/atomicfile", "internal/computecore", "internal/computenetwork", "internal/hcs/schema2",
+		"internal/hcsemu/dispatch", "internal/hcsemu/hns", "internal/hcsemu/hresult", "internal/hcsemu/layout",
+		"internal/hcsemu/storage", "internal/hcsemu/wire", "internal/hns/hcn", "internal/winargs"},
+	// HNS: networks, endpoints, namespaces, the v1 surface and the dataplane.
+	"internal/hcsemu/hns": {"internal/computecore", "internal/computenetwork", "internal/hcsemu/dispatch",
+		"internal/hcsemu/hresult", "internal/hcsemu/layout", "internal/hcsemu/wire", "internal/hns/hcn"},
+	// The storage filter: layers, volumes, scratch disks, import and export.
+	"internal/hcsemu/storage": {"internal/atomicfile", "internal/computecore", "internal/emuvhdx", "internal/hcsemu/dispatch",
+		"internal/hcsemu/hresult", "internal/hcsemu/layout", "internal/hcsemu/wire", "internal/wclayer"},
+	// What the services and the server agree on to serve a wire method.
+	"internal/hcsemu/dispatch": {"internal/hcsemu/wire"},
+	// HRESULT errors, strict decoding and GUIDs, which every emulator package fails with.
+	"internal/hcsemu/hresult": {"internal/computecore"},
+	"internal/hcsemu/client":  {"internal/computecore", "internal/computenetwork", "internal/hcs/schema2", "internal/hcsemu/wire"},
+	"internal/hcsemu/wire":    {"internal/computecore", "internal/hcs/schema2"},
+	"internal/hcsemu/layout":  nil,
+	"internal/emuvhdx":        nil,
 
 	// Small shared leaves.
 	"internal/atomicfile": nil,

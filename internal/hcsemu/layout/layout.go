@@ -79,6 +79,10 @@ func VMNetns(root, runtimeID string) string {
 // VM's guest C:\ is mounted below it).
 func VMsDir(root string) string { return filepath.Join(root, "vms") }
 
+// VolumesDir is the folder of the storage filter's volumes of the daemon using root: each
+// mounted at <VolumesDir>/<volume GUID>, and recorded in <VolumesDir>/<volume GUID>.json.
+func VolumesDir(root string) string { return filepath.Join(root, "volumes") }
+
 // A utility VM's init process (its "kernel": PID 1 of the VM's PID namespace) is the daemon's
 // binary re-executed with VMInitArg0 as its only argument and VMInitEnv and VMInitRootEnv in
 // its environment. Its command line and working folder do not name the daemon's root; its

@@ -1,4 +1,4 @@
-package hcsemu
+package storage
 
 import (
 	"archive/tar"
@@ -25,6 +25,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 	"github.com/openhcs/runhcs/internal/wclayer"
 )
@@ -142,7 +143,7 @@ func layerParents(parents []string) ([]string, error) {
 			return nil, err
 		}
 		if err := settlePlaceholders(out[i]); err != nil {
-			return nil, errorf(computecore.E_FAIL, "%s: %v", field, err)
+			return nil, hresult.Errorf(computecore.E_FAIL, "%s: %v", field, err)
 		}
 	}
 	return out, nil
@@ -150,7 +151,7 @@ func layerParents(parents []string) ([]string, error) {
 
 // Import is ImportLayer: the import folder a.Source becomes the layer a.Path (which hcsshim has
 // created, and where it may already have put UtilityVM\) over a.Parents.
-func (f *storageFilter) Import(ctx context.Context, a wire.LayerArgs) error {
+func (f *Filter) Import(ctx context.Context, a wire.LayerArgs) error {
 	dest, err := layerFolder("Path", a.Path)
 	if err != nil {
 		return err
@@ -164,11 +165,11 @@ func (f *storageFilter) Import(ctx context.Context, a wire.LayerArgs) error {
 		return err
 	}
 	if f.active(dest) {
-		return errorf(errBusy, "Path: layer %q is activated", dest)
+		return hresult.Errorf(hresult.ErrBusy, "Path: layer %q is activated", dest)
 	}
 	for _, d := range []string{wclayer.FilesDir, wclayer.HivesDir} {
 		if _, err := os.Lstat(filepath.Join(dest, d)); err == nil {
-			return errorf(errFileExists, "Path: layer %q already has a %s folder", dest, d)
+			return hresult.Errorf(hresult.ErrFileExists, "Path: layer %q already has a %s folder", dest, d)
 		}
 	}
 
@@ -176,7 +177,7 @@ func (f *storageFilter) Import(ctx context.Context, a wire.LayerArgs) error {
 	// when the whole tar was read; that folder's Files and Hives then move into the layer.
 	tmp, err := os.MkdirTemp(dest, ".hcsemu-import-")
 	if err != nil {
-		return errorf(computecore.E_FAIL, "Path: %v", err)
+		return hresult.Errorf(computecore.E_FAIL, "Path: %v", err)
 	}
 	defer os.RemoveAll(tmp)
 	staged := filepath.Join(tmp, "layer")
@@ -191,10 +192,10 @@ func (f *storageFilter) Import(ctx context.Context, a wire.LayerArgs) error {
 	pr.CloseWithError(errConversionEnded)
 	cerr := <-conv
 	if cerr != nil && !errors.Is(cerr, errConversionEnded) {
-		return errorf(hresultOf(cerr), "Source: import folder %q: %v", src, cerr)
+		return hresult.Errorf(hresultOf(cerr), "Source: import folder %q: %v", src, cerr)
 	}
 	if ierr != nil {
-		return errorf(hresultOf(ierr), "Source: import folder %q: %v", src, ierr)
+		return hresult.Errorf(hresultOf(ierr), "Source: import folder %q: %v", src, ierr)
 	}
 	var moved []string
 	for _, d := range []string{wclayer.FilesDir, wclayer.HivesDir, wclayer.LayerChainFile} {
@@ -206,7 +207,7 @@ func (f *storageFilter) Import(ctx context.Context, a wire.LayerArgs) error {
 			for _, m := range moved {
 				os.RemoveAll(filepath.Join(dest, m))
 			}
-			return errorf(computecore.E_FAIL, "Path: moving the imported %s into %q: %v", d, dest, err)
+			return hresult.Errorf(computecore.E_FAIL, "Path: moving the imported %s into %q: %v", d, dest, err)
 		}
 		moved = append(moved, d)
 	}
@@ -216,7 +217,7 @@ func (f *storageFilter) Import(ctx context.Context, a wire.LayerArgs) error {
 			os.RemoveAll(filepath.Join(dest, m))
 		}
 		os.Remove(filepath.Join(dest, placeholderFile))
-		return errorf(computecore.E_FAIL, "Path: %v", err)
+		return hresult.Errorf(computecore.E_FAIL, "Path: %v", err)
 	}
 	log.G(ctx).WithFields(log.Fields{"layer": dest, "parents": len(parents), "placeholders": n}).Info("hcsemu: layer imported")
 	return nil
@@ -642,7 +643,7 @@ func settlePlaceholders(layer string) error {
 // holds a container's changes) is written into the folder a.Source, which hcsshim has created,
 // in the legacy layout its layer reader walks. The parents are checked, not read: the emulator's
 // layers hold their changes, deletions included, as they are.
-func (f *storageFilter) Export(ctx context.Context, a wire.LayerArgs) error {
+func (f *Filter) Export(ctx context.Context, a wire.LayerArgs) error {
 	layer, err := layerFolder("Path", a.Path)
 	if err != nil {
 		return err
@@ -655,16 +656,16 @@ func (f *storageFilter) Export(ctx context.Context, a wire.LayerArgs) error {
 		return err
 	}
 	if err := settlePlaceholders(layer); err != nil {
-		return errorf(computecore.E_FAIL, "Path: %v", err)
+		return hresult.Errorf(computecore.E_FAIL, "Path: %v", err)
 	}
 	if entries, err := os.ReadDir(out); err != nil || len(entries) > 0 {
-		return errorf(errFileExists, "Source: export folder %q is not an empty folder", out)
+		return hresult.Errorf(hresult.ErrFileExists, "Source: export folder %q is not an empty folder", out)
 	}
 	root := layer
 	// A scratch layer's changes are on its disk: the disk's file system has Files/ (the
 	// overlayfs upper folder) as an imported layer has.
 	if disk := filepath.Join(layer, ScratchDisk); fileExists(disk) {
-		if _, err := readVHDX(disk); err != nil {
+		if _, err := ReadVHDX(disk); err != nil {
 			return err
 		}
 		if fileExists(filepath.Join(disk+vhdxFSSuffix, wclayer.FilesDir)) {
@@ -694,7 +695,7 @@ func (f *storageFilter) Export(ctx context.Context, a wire.LayerArgs) error {
 				os.RemoveAll(filepath.Join(out, e.Name()))
 			}
 		}
-		return errorf(hresultOf(werr), "Path: exporting layer %q: %v", layer, werr)
+		return hresult.Errorf(hresultOf(werr), "Path: exporting layer %q: %v", layer, werr)
 	}
 	log.G(ctx).WithFields(log.Fields{"layer": layer, "folder": out}).Info("hcsemu: layer exported")
 	return nil

@@ -1,4 +1,4 @@
-package hcsemu
+package storage
 
 import (
 	"context"
@@ -17,10 +17,12 @@ import (
 
 	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
 
-// storageFilter is the emulated storage filter: the layers vmcompute.dll's ActivateLayer and
+// Filter is the emulated storage filter: the layers vmcompute.dll's ActivateLayer and
 // PrepareLayer attached, each with its volume. On Windows wcifs merges a scratch with its parent
 // layers into a volume named \\?\Volume{GUID}\; here the volume is an overlayfs of the parents'
 // Files/ folders under the scratch disk's folder, mounted at <root>/volumes/<guid>, and the
@@ -30,7 +32,7 @@ import (
 // them: they outlive it, and any process may undo them. They do not outlive the daemon: each is
 // recorded in <root>/volumes/<guid>.json, and a daemon that starts undoes whatever a dead one
 // left (recover), as a reboot detaches every layer on Windows.
-type storageFilter struct {
+type Filter struct {
 	dir string // <root>/volumes
 
 	mu     sync.Mutex
@@ -66,8 +68,8 @@ func (l *activeLayer) diskFS() string {
 // ScratchDisk is the name of a writable layer's disk, as HCS, hcsshim and containerd name it.
 const ScratchDisk = "sandbox.vhdx"
 
-func newStorageFilter(ctx context.Context, root string) (*storageFilter, error) {
-	f := &storageFilter{dir: filepath.Join(root, "volumes"), layers: map[string]*activeLayer{}}
+func New(ctx context.Context, root string) (*Filter, error) {
+	f := &Filter{dir: layout.VolumesDir(root), layers: map[string]*activeLayer{}}
 	if err := os.MkdirAll(f.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", f.dir, err)
 	}
@@ -75,12 +77,12 @@ func newStorageFilter(ctx context.Context, root string) (*storageFilter, error) 
 	return f, nil
 }
 
-func (f *storageFilter) target(l *activeLayer) string { return filepath.Join(f.dir, l.GUID) }
-func (f *storageFilter) record(l *activeLayer) string { return filepath.Join(f.dir, l.GUID+".json") }
+func (f *Filter) target(l *activeLayer) string { return filepath.Join(f.dir, l.GUID) }
+func (f *Filter) record(l *activeLayer) string { return filepath.Join(f.dir, l.GUID+".json") }
 
 // recover undoes what a daemon of the same root left attached when it died: mounts, links,
 // records. Errors are logged; a mount that cannot go stays visible in the log, not hidden.
-func (f *storageFilter) recover(ctx context.Context) {
+func (f *Filter) recover(ctx context.Context) {
 	entries, err := os.ReadDir(f.dir)
 	if err != nil {
 		log.G(ctx).WithError(err).Warn("hcsemu: reading the storage filter's records")
@@ -110,7 +112,7 @@ func (f *storageFilter) recover(ctx context.Context) {
 }
 
 // detach undoes everything of l: its links, its mount, its mount point and its record.
-func (f *storageFilter) detach(l *activeLayer) error {
+func (f *Filter) detach(l *activeLayer) error {
 	f.unlink(l)
 	if err := f.unmount(l); err != nil {
 		return err
@@ -122,10 +124,10 @@ func (f *storageFilter) detach(l *activeLayer) error {
 	return nil
 }
 
-func (f *storageFilter) save(l *activeLayer) error {
+func (f *Filter) save(l *activeLayer) error {
 	b, _ := json.Marshal(l)
 	if err := atomicfile.WriteFile(f.record(l), b, 0o600); err != nil {
-		return errorf(computecore.E_FAIL, "recording layer %q: %v", l.Path, err)
+		return hresult.Errorf(computecore.E_FAIL, "recording layer %q: %v", l.Path, err)
 	}
 	return nil
 }
@@ -134,37 +136,37 @@ func (f *storageFilter) save(l *activeLayer) error {
 // Windows path) to an existing folder.
 func layerFolder(field, p string) (string, error) {
 	if p == "" {
-		return "", errorf(computecore.E_INVALIDARG, "%s: no layer path", field)
+		return "", hresult.Errorf(computecore.E_INVALIDARG, "%s: no layer path", field)
 	}
 	if !filepath.IsAbs(p) {
-		return "", errorf(computecore.E_INVALIDARG, "%s: %q is not an absolute path", field, p)
+		return "", hresult.Errorf(computecore.E_INVALIDARG, "%s: %q is not an absolute path", field, p)
 	}
 	p = filepath.Clean(p)
 	fi, err := os.Stat(p)
 	if err != nil {
-		return "", errorf(computecore.E_PATH_NOT_FOUND, "%s: layer folder %q: %v", field, p, err)
+		return "", hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s: layer folder %q: %v", field, p, err)
 	}
 	if !fi.IsDir() {
-		return "", errorf(computecore.E_PATH_NOT_FOUND, "%s: %q is not a folder", field, p)
+		return "", hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s: %q is not a folder", field, p)
 	}
 	// One name per folder, whatever way the caller reached it: Wine maps C:\ to
 	// <prefix>/dosdevices/c:/, a link whose name overlayfs options cannot even hold.
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return "", errorf(computecore.E_PATH_NOT_FOUND, "%s: layer folder %q: %v", field, p, err)
+		return "", hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s: layer folder %q: %v", field, p, err)
 	}
 	return real, nil
 }
 
-func (f *storageFilter) lookupLocked(path string) (*activeLayer, error) {
+func (f *Filter) lookupLocked(path string) (*activeLayer, error) {
 	if f.closed {
-		return nil, errorf(computecore.HCS_E_SERVICE_NOT_AVAILABLE, "the HCS emulator is shutting down")
+		return nil, hresult.Errorf(computecore.HCS_E_SERVICE_NOT_AVAILABLE, "the HCS emulator is shutting down")
 	}
 	l, ok := f.layers[path]
 	if !ok {
 		// Assumption: vmcompute does not document the error for a layer that is not
 		// activated; ERROR_NOT_FOUND is the closest documented one.
-		return nil, errorf(errNotFound, "layer %q is not activated", path)
+		return nil, hresult.Errorf(hresult.ErrNotFound, "layer %q is not activated", path)
 	}
 	return l, nil
 }
@@ -173,34 +175,34 @@ func (f *storageFilter) lookupLocked(path string) (*activeLayer, error) {
 // volume mounted; any other folder is made usable as a layer (its mount path is the folder).
 // Assumption: activating an activated layer fails with ERROR_INVALID_STATE (vmcompute does not
 // document it; hcsshim and containerd activate a layer once per mount).
-func (f *storageFilter) Activate(ctx context.Context, a wire.LayerArgs) error {
+func (f *Filter) Activate(ctx context.Context, a wire.LayerArgs) error {
 	p, err := layerFolder("Path", a.Path)
 	if err != nil {
 		return err
 	}
 	// A layer just imported over parents is settled before it is used (layerimport_linux.go).
 	if err := settlePlaceholders(p); err != nil {
-		return errorf(computecore.E_FAIL, "Path: %v", err)
+		return hresult.Errorf(computecore.E_FAIL, "Path: %v", err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return errorf(computecore.HCS_E_SERVICE_NOT_AVAILABLE, "the HCS emulator is shutting down")
+		return hresult.Errorf(computecore.HCS_E_SERVICE_NOT_AVAILABLE, "the HCS emulator is shutting down")
 	}
 	if _, ok := f.layers[p]; ok {
-		return errorf(errInvalidState, "layer %q is already activated", p)
+		return hresult.Errorf(hresult.ErrInvalidState, "layer %q is already activated", p)
 	}
-	l := &activeLayer{Path: p, GUID: newGUID()}
+	l := &activeLayer{Path: p, GUID: hresult.NewGUID()}
 	disk := filepath.Join(p, ScratchDisk)
 	if _, err := os.Stat(disk); err == nil {
-		fs, err := vhdxFileSystem(disk)
+		fs, err := VHDXFileSystem(disk)
 		if err != nil {
 			return err
 		}
 		l.Disk, l.DiskFS = disk, fs
 		for _, d := range []string{"Files", "work"} {
 			if err := os.MkdirAll(filepath.Join(fs, d), 0o755); err != nil {
-				return errorf(computecore.E_FAIL, "attaching %q: %v", disk, err)
+				return hresult.Errorf(computecore.E_FAIL, "attaching %q: %v", disk, err)
 			}
 		}
 	}
@@ -224,12 +226,12 @@ func (f *storageFilter) Activate(ctx context.Context, a wire.LayerArgs) error {
 // Prepare is PrepareLayer: the filter merges the activated layer with its parents (nearest
 // first) into one volume, the layer's disk (or, without one, its own Files/ if it has one) on
 // top and writable only when it is a disk.
-func (f *storageFilter) Prepare(ctx context.Context, a wire.LayerArgs) error {
+func (f *Filter) Prepare(ctx context.Context, a wire.LayerArgs) error {
 	p, err := layerFolder("Path", a.Path)
 	if err != nil {
 		return err
 	}
-	if err := checkDosDevices(a.DosDevices); err != nil {
+	if err := CheckDosDevices(a.DosDevices); err != nil {
 		return err
 	}
 	parents := make([]string, len(a.Parents))
@@ -239,14 +241,14 @@ func (f *storageFilter) Prepare(ctx context.Context, a wire.LayerArgs) error {
 			return err
 		}
 		if err := settlePlaceholders(parents[i]); err != nil {
-			return errorf(computecore.E_FAIL, "%s: %v", field, err)
+			return hresult.Errorf(computecore.E_FAIL, "%s: %v", field, err)
 		}
 		if fi, err := os.Stat(filepath.Join(parents[i], "Files")); err != nil || !fi.IsDir() {
-			return errorf(computecore.E_PATH_NOT_FOUND, "%s: layer %q has no Files folder", field, parents[i])
+			return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "%s: layer %q has no Files folder", field, parents[i])
 		}
 		if strings.ContainsAny(parents[i], ":,") {
 			// Assumption-free limit of this emulator: overlayfs options cannot hold these.
-			return errorf(computecore.E_INVALIDARG, "%s: %q has a ':' or ',', which the emulator's overlayfs cannot mount", field, parents[i])
+			return hresult.Errorf(computecore.E_INVALIDARG, "%s: %q has a ':' or ',', which the emulator's overlayfs cannot mount", field, parents[i])
 		}
 	}
 	f.mu.Lock()
@@ -256,7 +258,7 @@ func (f *storageFilter) Prepare(ctx context.Context, a wire.LayerArgs) error {
 		return err
 	}
 	if l.Prepared {
-		return errorf(errInvalidState, "layer %q is already prepared", p)
+		return hresult.Errorf(hresult.ErrInvalidState, "layer %q is already prepared", p)
 	}
 	if err := f.unmount(l); err != nil {
 		return err
@@ -289,7 +291,7 @@ func (f *storageFilter) Prepare(ctx context.Context, a wire.LayerArgs) error {
 }
 
 // Unprepare is UnprepareLayer: the merge goes, the layer stays activated.
-func (f *storageFilter) Unprepare(ctx context.Context, a wire.LayerArgs) error {
+func (f *Filter) Unprepare(ctx context.Context, a wire.LayerArgs) error {
 	p, err := layerFolder("Path", a.Path)
 	if err != nil {
 		return err
@@ -301,7 +303,7 @@ func (f *storageFilter) Unprepare(ctx context.Context, a wire.LayerArgs) error {
 		return err
 	}
 	if !l.Prepared {
-		return errorf(errInvalidState, "layer %q is not prepared", p)
+		return hresult.Errorf(hresult.ErrInvalidState, "layer %q is not prepared", p)
 	}
 	f.unlink(l)
 	if err := f.unmount(l); err != nil {
@@ -319,7 +321,7 @@ func (f *storageFilter) Unprepare(ctx context.Context, a wire.LayerArgs) error {
 
 // Deactivate is DeactivateLayer. Assumption: a layer still prepared cannot be deactivated
 // (ERROR_INVALID_STATE); hcsshim and containerd always unprepare first.
-func (f *storageFilter) Deactivate(ctx context.Context, a wire.LayerArgs) error {
+func (f *Filter) Deactivate(ctx context.Context, a wire.LayerArgs) error {
 	p, err := layerFolder("Path", a.Path)
 	if err != nil {
 		return err
@@ -331,10 +333,10 @@ func (f *storageFilter) Deactivate(ctx context.Context, a wire.LayerArgs) error 
 		return err
 	}
 	if l.Prepared {
-		return errorf(errInvalidState, "layer %q is still prepared: unprepare it first", p)
+		return hresult.Errorf(hresult.ErrInvalidState, "layer %q is still prepared: unprepare it first", p)
 	}
 	if err := f.detach(l); err != nil {
-		return errorf(errBusy, "deactivating layer %q: %v", p, err)
+		return hresult.Errorf(hresult.ErrBusy, "deactivating layer %q: %v", p, err)
 	}
 	delete(f.layers, p)
 	log.G(ctx).WithField("layer", p).Info("hcsemu: layer deactivated")
@@ -343,12 +345,12 @@ func (f *storageFilter) Deactivate(ctx context.Context, a wire.LayerArgs) error 
 
 // MountPath is GetLayerMountPath. With a.DosDevices the volume is also linked into that Wine
 // prefix (a process other than the one that prepared it may ask).
-func (f *storageFilter) MountPath(ctx context.Context, a wire.LayerArgs) (wire.LayerMountReply, error) {
+func (f *Filter) MountPath(ctx context.Context, a wire.LayerArgs) (wire.LayerMountReply, error) {
 	p, err := layerFolder("Path", a.Path)
 	if err != nil {
 		return wire.LayerMountReply{}, err
 	}
-	if err := checkDosDevices(a.DosDevices); err != nil {
+	if err := CheckDosDevices(a.DosDevices); err != nil {
 		return wire.LayerMountReply{}, err
 	}
 	f.mu.Lock()
@@ -370,8 +372,8 @@ func (f *storageFilter) MountPath(ctx context.Context, a wire.LayerArgs) (wire.L
 
 // resolve returns the mount point of the volume a volume GUID path names, or ok false for a
 // path that is not a volume path.
-func (f *storageFilter) resolve(p string) (target string, ok bool, err error) {
-	guid, ok := volumeGUID(p)
+func (f *Filter) Resolve(p string) (target string, ok bool, err error) {
+	guid, ok := VolumeGUID(p)
 	if !ok {
 		return "", false, nil
 	}
@@ -388,7 +390,7 @@ func (f *storageFilter) resolve(p string) (target string, ok bool, err error) {
 // mount mounts l's volume as its state says, if it has one: a disk alone is bound; a layer
 // prepared over parents is an overlayfs of its top (the disk's Files/ writable, else the
 // folder's own Files/ read-only) and its parents; a folder layer without parents has no volume.
-func (f *storageFilter) mount(l *activeLayer) error {
+func (f *Filter) mount(l *activeLayer) error {
 	var (
 		lower []string
 		upper string
@@ -413,9 +415,9 @@ func (f *storageFilter) mount(l *activeLayer) error {
 	case upper == "" && len(lower) == 0:
 		return nil // a folder layer: its mount path is the folder
 	case upper != "" && len(lower) == 0:
-		err = bindMount(upper, target, false)
+		err = BindMount(upper, target, false)
 	case upper == "" && len(lower) == 1:
-		err = bindMount(lower[0], target, true)
+		err = BindMount(lower[0], target, true)
 	default:
 		opts := []string{"lowerdir=" + strings.Join(lower, ":"), "index=off", "redirect_dir=off", "metacopy=off"}
 		if upper != "" {
@@ -428,13 +430,13 @@ func (f *storageFilter) mount(l *activeLayer) error {
 		}
 	}
 	if err != nil {
-		return errorf(computecore.E_FAIL, "mounting the volume of layer %q: %v", l.Path, err)
+		return hresult.Errorf(computecore.E_FAIL, "mounting the volume of layer %q: %v", l.Path, err)
 	}
 	l.Mounted = true
 	return nil
 }
 
-func bindMount(src, target string, ro bool) error {
+func BindMount(src, target string, ro bool) error {
 	if err := os.MkdirAll(target, 0o755); err != nil {
 		return err
 	}
@@ -452,7 +454,7 @@ func bindMount(src, target string, ro bool) error {
 
 // unmount unmounts l's volume, waiting up to a second for its users to leave; a volume still in
 // use then is ERROR_BUSY, as Windows refuses to dismount a volume with open files.
-func (f *storageFilter) unmount(l *activeLayer) error {
+func (f *Filter) unmount(l *activeLayer) error {
 	if !l.Mounted {
 		return nil
 	}
@@ -466,7 +468,7 @@ func (f *storageFilter) unmount(l *activeLayer) error {
 		case errors.Is(err, unix.EBUSY) && i < 10:
 			time.Sleep(100 * time.Millisecond)
 		default:
-			return errorf(errBusy, "unmounting the volume of layer %q: %v", l.Path, err)
+			return hresult.Errorf(hresult.ErrBusy, "unmounting the volume of layer %q: %v", l.Path, err)
 		}
 	}
 }
@@ -475,7 +477,7 @@ func (f *storageFilter) unmount(l *activeLayer) error {
 // folder is dir: Wine resolves a \\?\ device name through <prefix>/dosdevices/<name in lower
 // case> (observed with Wine 8: a symbolic link volume{guid} there to a folder serves
 // \\?\Volume{GUID}\ paths).
-func (f *storageFilter) link(l *activeLayer, dir string) error {
+func (f *Filter) link(l *activeLayer, dir string) error {
 	link := filepath.Join(filepath.Clean(dir), "volume{"+l.GUID+"}")
 	for _, have := range l.Links {
 		if have == link {
@@ -484,13 +486,13 @@ func (f *storageFilter) link(l *activeLayer, dir string) error {
 	}
 	os.Remove(link)
 	if err := os.Symlink(f.target(l), link); err != nil {
-		return errorf(computecore.E_FAIL, "DosDevices: linking volume %s: %v", l.GUID, err)
+		return hresult.Errorf(computecore.E_FAIL, "DosDevices: linking volume %s: %v", l.GUID, err)
 	}
 	l.Links = append(l.Links, link)
 	return f.save(l)
 }
 
-func (f *storageFilter) unlink(l *activeLayer) {
+func (f *Filter) unlink(l *activeLayer) {
 	for _, link := range l.Links {
 		// Only a link to this volume's mount point is removed: the folder is the caller's.
 		if dst, err := os.Readlink(link); err == nil && dst == f.target(l) {
@@ -501,7 +503,7 @@ func (f *storageFilter) unlink(l *activeLayer) {
 }
 
 // close detaches every layer: the daemon is going, and so is everything it attached.
-func (f *storageFilter) close(ctx context.Context) error {
+func (f *Filter) Close(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed = true
@@ -517,7 +519,7 @@ func (f *storageFilter) close(ctx context.Context) error {
 }
 
 // active reports whether the folder p is an activated layer or the disk folder of one.
-func (f *storageFilter) active(p string) bool {
+func (f *Filter) active(p string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	_, ok := f.layers[p]

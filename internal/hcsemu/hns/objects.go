@@ -1,4 +1,4 @@
-package hcsemu
+package hns
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -14,12 +15,13 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/computenetwork"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
 // HNS: the emulator's Host Network Service. It keeps networks, endpoints and namespaces with
 // the HCN v2 documents (internal/hns/hcn), validates them before anything is made, and asks a
-// dataplane (hnsnet_linux.go: Linux network namespaces, bridges, veth pairs and nftables rules
+// dataplane (dataplane_linux.go: Linux network namespaces, bridges, veth pairs and nftables rules
 // in a network namespace that plays the Windows host) to make them real. One lock guards the
 // objects and is held across dataplane calls: they are local kernel calls of a few
 // milliseconds, and holding it keeps the objects and the kernel in step. The lock order is
@@ -32,7 +34,7 @@ import (
 // that no longer exist; a network kept would have to be re-made in a host namespace that died
 // with the daemon. So HNS state lives as long as the daemon, as HCS state does (docs/emulator.md,
 // "The contract"): Close removes it, and a daemon starting on a root a dead one left
-// removes whatever Linux state that one left (hnsnet_linux.go).
+// removes whatever Linux state that one left (dataplane_linux.go).
 
 // hnsDataplane makes the objects real. Every method leaves nothing behind when it fails.
 type hnsDataplane interface {
@@ -157,7 +159,7 @@ type hnsEndpoint struct {
 	outboundNAT *[]netip.Prefix
 	namespace   *hnsNamespace
 	hostLink    string // the dataplane's host end of the veth pair, while attached
-	// nic is set while the endpoint is a utility VM's NIC (hns_vm.go): its link is in the
+	// nic is set while the endpoint is a utility VM's NIC (vmnic.go): its link is in the
 	// VM's network namespace, not in its HNS namespace's.
 	nic *endpointNIC
 }
@@ -172,7 +174,7 @@ type hnsNamespace struct {
 	path       string // the dataplane's netns file
 }
 
-type hnsState struct {
+type Service struct {
 	dp hnsDataplane
 	// build is the emulated host's Windows build (--os-version), which decides what the
 	// host's own programs reach of its port mappings (hostReachOf).
@@ -186,8 +188,8 @@ type hnsState struct {
 	nextCompartment uint32
 }
 
-func newHNS(dp hnsDataplane, build uint32) *hnsState {
-	return &hnsState{
+func newService(dp hnsDataplane, build uint32) *Service {
+	return &Service{
 		dp:         dp,
 		build:      build,
 		networks:   map[string]*hnsNetwork{},
@@ -199,12 +201,12 @@ func newHNS(dp hnsDataplane, build uint32) *hnsState {
 }
 
 // HRESULT helpers: HCN codes are carried in the engine's computecore.HRESULT.
-func hcnErrorf(hr computenetwork.HRESULT, format string, args ...any) *Error {
-	return errorf(computecore.HRESULT(hr), format, args...)
+func hcnErrorf(hr computenetwork.HRESULT, format string, args ...any) *hresult.Error {
+	return hresult.Errorf(computecore.HRESULT(hr), format, args...)
 }
 
 // canonicalGUID checks and normalises an id given as a string (documents, args).
-func canonicalGUID(field, s string) (string, error) {
+func CanonicalGUID(field, s string) (string, error) {
 	g, err := computenetwork.ParseGUID(s)
 	if err != nil {
 		return "", hcnErrorf(computenetwork.HCN_E_GUID_CONVERSION_FAILURE, "%s: %v", field, err)
@@ -218,7 +220,7 @@ func pickID(argID, docID string) (string, error) {
 	var a, d string
 	var err error
 	if argID != "" {
-		if a, err = canonicalGUID("id", argID); err != nil {
+		if a, err = CanonicalGUID("id", argID); err != nil {
 			return "", err
 		}
 		if a == (computenetwork.GUID{}).String() {
@@ -226,7 +228,7 @@ func pickID(argID, docID string) (string, error) {
 		}
 	}
 	if docID != "" {
-		if d, err = canonicalGUID("ID", docID); err != nil {
+		if d, err = CanonicalGUID("ID", docID); err != nil {
 			return "", err
 		}
 	}
@@ -238,7 +240,7 @@ func pickID(argID, docID string) (string, error) {
 	case d != "":
 		return d, nil
 	}
-	return newGUID(), nil
+	return hresult.NewGUID(), nil
 }
 
 func checkSchemaVersion(v hcn.Version) error {
@@ -251,8 +253,8 @@ func checkSchemaVersion(v hcn.Version) error {
 // hcnDecode decodes an HCN document strictly (as decodeDocument does HCS's), with HCN's
 // HRESULT for bad JSON.
 func hcnDecode(doc string, v any, what string) error {
-	if err := decodeDocument(doc, v, what); err != nil {
-		e := AsError(err)
+	if err := hresult.Decode(doc, v, what); err != nil {
+		e := hresult.As(err)
 		if e.HResult == computecore.HCS_E_INVALID_JSON {
 			e = hcnErrorf(computenetwork.HCN_E_INVALID_JSON, "%s", e.Message)
 		}
@@ -261,7 +263,7 @@ func hcnDecode(doc string, v any, what string) error {
 	return nil
 }
 
-func (h *hnsState) live() error {
+func (h *Service) live() error {
 	if h.closed {
 		return hcnErrorf(computenetwork.HCN_E_MANAGER_STOPPED, "the HNS emulator is shutting down")
 	}
@@ -270,7 +272,7 @@ func (h *hnsState) live() error {
 
 // ---- networks
 
-func (h *hnsState) CreateNetwork(ctx context.Context, argID, settings string) (string, error) {
+func (h *Service) CreateNetwork(ctx context.Context, argID, settings string) (string, error) {
 	var doc hcn.HostComputeNetwork
 	if err := hcnDecode(settings, &doc, "HostComputeNetwork"); err != nil {
 		return "", err
@@ -409,7 +411,7 @@ func lastAddr(p netip.Prefix) netip.Addr {
 // that HNS accepts, is id; an unknown one fails with notFound.
 func lookup[T any](objects map[string]T, kind, id string, notFound computenetwork.HRESULT) (T, error) {
 	var zero T
-	cid, err := canonicalGUID("id", id)
+	cid, err := CanonicalGUID("id", id)
 	if err != nil {
 		return zero, err
 	}
@@ -420,11 +422,11 @@ func lookup[T any](objects map[string]T, kind, id string, notFound computenetwor
 	return o, nil
 }
 
-func (h *hnsState) network(id string) (*hnsNetwork, error) {
+func (h *Service) network(id string) (*hnsNetwork, error) {
 	return lookup(h.networks, "network", id, computenetwork.HCN_E_NETWORK_NOT_FOUND)
 }
 
-func (h *hnsState) OpenNetwork(ctx context.Context, id string) (string, error) {
+func (h *Service) OpenNetwork(ctx context.Context, id string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n, err := h.network(id)
@@ -434,7 +436,7 @@ func (h *hnsState) OpenNetwork(ctx context.Context, id string) (string, error) {
 	return n.doc.Id, nil
 }
 
-func (h *hnsState) QueryNetwork(ctx context.Context, id, query string) (string, error) {
+func (h *Service) QueryNetwork(ctx context.Context, id, query string) (string, error) {
 	if _, err := decodeQuery(query); err != nil {
 		return "", err
 	}
@@ -447,7 +449,7 @@ func (h *hnsState) QueryNetwork(ctx context.Context, id, query string) (string, 
 	return marshalDoc(n.doc)
 }
 
-func (h *hnsState) ModifyNetwork(ctx context.Context, id, settings string) error {
+func (h *Service) ModifyNetwork(ctx context.Context, id, settings string) error {
 	var req hcn.ModifyNetworkSettingRequest
 	if err := hcnDecode(settings, &req, "ModifyNetworkSettingRequest"); err != nil {
 		return err
@@ -479,7 +481,7 @@ func (h *hnsState) ModifyNetwork(ctx context.Context, id, settings string) error
 // DeleteNetwork deletes a network and, first, its endpoints. Assumption: HNS removes a
 // network's endpoints with it (Remove-HnsNetwork with containers running cuts them off); the
 // emulator does the same rather than leave endpoints on a network that is gone.
-func (h *hnsState) DeleteNetwork(ctx context.Context, id string) error {
+func (h *Service) DeleteNetwork(ctx context.Context, id string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n, err := h.network(id)
@@ -500,7 +502,7 @@ func (h *hnsState) DeleteNetwork(ctx context.Context, id string) error {
 	return rerr
 }
 
-func (h *hnsState) EnumerateNetworks(ctx context.Context, query string) (string, error) {
+func (h *Service) EnumerateNetworks(ctx context.Context, query string) (string, error) {
 	q, err := decodeQuery(query)
 	if err != nil {
 		return "", err
@@ -516,7 +518,7 @@ func (h *hnsState) EnumerateNetworks(ctx context.Context, query string) (string,
 
 // ---- endpoints
 
-func (h *hnsState) CreateEndpoint(ctx context.Context, networkID, argID, settings string) (string, error) {
+func (h *Service) CreateEndpoint(ctx context.Context, networkID, argID, settings string) (string, error) {
 	var doc hcn.HostComputeEndpoint
 	if err := hcnDecode(settings, &doc, "HostComputeEndpoint"); err != nil {
 		return "", err
@@ -542,7 +544,7 @@ func (h *hnsState) CreateEndpoint(ctx context.Context, networkID, argID, setting
 		return "", err
 	}
 	if doc.HostComputeNetwork != "" {
-		dn, err := canonicalGUID("HostComputeNetwork", doc.HostComputeNetwork)
+		dn, err := CanonicalGUID("HostComputeNetwork", doc.HostComputeNetwork)
 		if err != nil {
 			return "", err
 		}
@@ -569,7 +571,7 @@ func (h *hnsState) CreateEndpoint(ctx context.Context, networkID, argID, setting
 }
 
 // validateEndpointLocked checks doc against its network and the other endpoints and fills ep.
-func (h *hnsState) validateEndpointLocked(ep *hnsEndpoint, doc *hcn.HostComputeEndpoint) error {
+func (h *Service) validateEndpointLocked(ep *hnsEndpoint, doc *hcn.HostComputeEndpoint) error {
 	n := ep.network
 	if len(doc.IpConfigurations) > 1 {
 		return hcnErrorf(computenetwork.E_NOTIMPL, "IpConfigurations: %d addresses; the emulator gives an endpoint one IPv4 address", len(doc.IpConfigurations))
@@ -660,7 +662,7 @@ func (h *hnsState) validateEndpointLocked(ep *hnsEndpoint, doc *hcn.HostComputeE
 
 // validatePoliciesLocked checks an endpoint's policies and sets its port mappings and
 // outbound NAT from them.
-func (h *hnsState) validatePoliciesLocked(ep *hnsEndpoint, policies []hcn.EndpointPolicy) error {
+func (h *Service) validatePoliciesLocked(ep *hnsEndpoint, policies []hcn.EndpointPolicy) error {
 	var ports []portMapping
 	var onat *[]netip.Prefix
 	for i, p := range policies {
@@ -749,11 +751,11 @@ func parsePrefixOrAddr(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-func (h *hnsState) endpoint(id string) (*hnsEndpoint, error) {
+func (h *Service) endpoint(id string) (*hnsEndpoint, error) {
 	return lookup(h.endpoints, "endpoint", id, computenetwork.HCN_E_ENDPOINT_NOT_FOUND)
 }
 
-func (h *hnsState) OpenEndpoint(ctx context.Context, id string) (string, error) {
+func (h *Service) OpenEndpoint(ctx context.Context, id string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ep, err := h.endpoint(id)
@@ -763,7 +765,7 @@ func (h *hnsState) OpenEndpoint(ctx context.Context, id string) (string, error) 
 	return ep.doc.Id, nil
 }
 
-func (h *hnsState) QueryEndpoint(ctx context.Context, id, query string) (string, error) {
+func (h *Service) QueryEndpoint(ctx context.Context, id, query string) (string, error) {
 	if _, err := decodeQuery(query); err != nil {
 		return "", err
 	}
@@ -777,7 +779,7 @@ func (h *hnsState) QueryEndpoint(ctx context.Context, id, query string) (string,
 }
 
 // ModifyEndpoint applies a Policy request (Add, Remove, Update) to an endpoint.
-func (h *hnsState) ModifyEndpoint(ctx context.Context, id, settings string) error {
+func (h *Service) ModifyEndpoint(ctx context.Context, id, settings string) error {
 	var req hcn.ModifyEndpointSettingRequest
 	if err := hcnDecode(settings, &req, "ModifyEndpointSettingRequest"); err != nil {
 		return err
@@ -828,7 +830,7 @@ func (h *hnsState) ModifyEndpoint(ctx context.Context, id, settings string) erro
 	return nil
 }
 
-func (h *hnsState) DeleteEndpoint(ctx context.Context, id string) error {
+func (h *Service) DeleteEndpoint(ctx context.Context, id string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ep, err := h.endpoint(id)
@@ -841,7 +843,7 @@ func (h *hnsState) DeleteEndpoint(ctx context.Context, id string) error {
 
 // deleteEndpointLocked detaches the endpoint from its namespace (if any) and forgets it; the
 // caller reapplies the rules.
-func (h *hnsState) deleteEndpointLocked(ctx context.Context, ep *hnsEndpoint) {
+func (h *Service) deleteEndpointLocked(ctx context.Context, ep *hnsEndpoint) {
 	if ns := ep.namespace; ns != nil {
 		h.detachLocked(ctx, ep)
 	}
@@ -857,7 +859,7 @@ func (h *hnsState) deleteEndpointLocked(ctx context.Context, ep *hnsEndpoint) {
 	log.G(ctx).WithField("endpoint", ep.doc.Id).Info("hcsemu: HNS endpoint deleted")
 }
 
-func (h *hnsState) EnumerateEndpoints(ctx context.Context, query string) (string, error) {
+func (h *Service) EnumerateEndpoints(ctx context.Context, query string) (string, error) {
 	q, err := decodeQuery(query)
 	if err != nil {
 		return "", err
@@ -872,7 +874,7 @@ func (h *hnsState) EnumerateEndpoints(ctx context.Context, query string) (string
 	return filterIDs(q, docs, map[string]string{"VirtualNetwork": "HostComputeNetwork"})
 }
 
-func (h *hnsState) sortedEndpoints() []*hnsEndpoint {
+func (h *Service) sortedEndpoints() []*hnsEndpoint {
 	out := make([]*hnsEndpoint, 0, len(h.endpoints))
 	for _, id := range sortedKeys(h.endpoints) {
 		out = append(out, h.endpoints[id])
@@ -882,7 +884,7 @@ func (h *hnsState) sortedEndpoints() []*hnsEndpoint {
 
 // ---- namespaces
 
-func (h *hnsState) CreateNamespace(ctx context.Context, argID, settings string) (string, error) {
+func (h *Service) CreateNamespace(ctx context.Context, argID, settings string) (string, error) {
 	var doc hcn.HostComputeNamespace
 	if err := hcnDecode(settings, &doc, "HostComputeNamespace"); err != nil {
 		return "", err
@@ -925,7 +927,7 @@ func (h *hnsState) CreateNamespace(ctx context.Context, argID, settings string) 
 }
 
 // newNamespaceLocked makes a namespace of a checked document whose id is free.
-func (h *hnsState) newNamespaceLocked(ctx context.Context, doc hcn.HostComputeNamespace) (*hnsNamespace, error) {
+func (h *Service) newNamespaceLocked(ctx context.Context, doc hcn.HostComputeNamespace) (*hnsNamespace, error) {
 	doc.SchemaVersion = hcn.V2
 	doc.NamespaceId = h.nextCompartment
 	ns := &hnsNamespace{doc: doc}
@@ -938,13 +940,13 @@ func (h *hnsState) newNamespaceLocked(ctx context.Context, doc hcn.HostComputeNa
 	return ns, nil
 }
 
-func (h *hnsState) namespace(id string) (*hnsNamespace, error) {
+func (h *Service) namespace(id string) (*hnsNamespace, error) {
 	// HNS answers ERROR_NOT_FOUND ("Element not found.") for an unknown namespace (hcsshim's
 	// hns.issueNamespaceRequest matches that text).
 	return lookup(h.namespaces, "namespace", id, computenetwork.E_ELEMENT_NOT_FOUND)
 }
 
-func (h *hnsState) OpenNamespace(ctx context.Context, id string) (string, error) {
+func (h *Service) OpenNamespace(ctx context.Context, id string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ns, err := h.namespace(id)
@@ -968,7 +970,7 @@ func (ns *hnsNamespace) docLocked() hcn.HostComputeNamespace {
 	return d
 }
 
-func (h *hnsState) QueryNamespace(ctx context.Context, id, query string) (string, error) {
+func (h *Service) QueryNamespace(ctx context.Context, id, query string) (string, error) {
 	if _, err := decodeQuery(query); err != nil {
 		return "", err
 	}
@@ -982,7 +984,7 @@ func (h *hnsState) QueryNamespace(ctx context.Context, id, query string) (string
 }
 
 // ModifyNamespace adds or removes an endpoint.
-func (h *hnsState) ModifyNamespace(ctx context.Context, id, settings string) error {
+func (h *Service) ModifyNamespace(ctx context.Context, id, settings string) error {
 	var req hcn.ModifyNamespaceSettingRequest
 	if err := hcnDecode(settings, &req, "ModifyNamespaceSettingRequest"); err != nil {
 		return err
@@ -1020,7 +1022,7 @@ func (h *hnsState) ModifyNamespace(ctx context.Context, id, settings string) err
 	return hcnErrorf(computenetwork.HCN_E_REQUEST_UNSUPPORTED, "RequestType: %q is not valid for ResourceType Endpoint (Add, Remove)", req.RequestType)
 }
 
-func (h *hnsState) attachLocked(ctx context.Context, ep *hnsEndpoint, ns *hnsNamespace) error {
+func (h *Service) attachLocked(ctx context.Context, ep *hnsEndpoint, ns *hnsNamespace) error {
 	switch {
 	case ep.nic != nil:
 		return hcnErrorf(computenetwork.HCN_E_ENDPOINT_ALREADY_ATTACHED, "Settings.EndpointId: endpoint %s is NIC %q of utility VM %q", ep.doc.Id, ep.nic.nic, ep.nic.vm)
@@ -1041,7 +1043,7 @@ func (h *hnsState) attachLocked(ctx context.Context, ep *hnsEndpoint, ns *hnsNam
 	return nil
 }
 
-func (h *hnsState) detachLocked(ctx context.Context, ep *hnsEndpoint) {
+func (h *Service) detachLocked(ctx context.Context, ep *hnsEndpoint) {
 	ns := ep.namespace
 	if ep.nic != nil {
 		// A VM's NIC stays the VM's (its link is in the VM): only its namespace is left.
@@ -1056,7 +1058,7 @@ func (h *hnsState) detachLocked(ctx context.Context, ep *hnsEndpoint) {
 // DeleteNamespace deletes a namespace, detaching its endpoints first. Containers still in it
 // keep their network (the Linux namespace lives while they run), as a compartment outlives
 // its HNS object on Windows while a container holds it.
-func (h *hnsState) DeleteNamespace(ctx context.Context, id string) error {
+func (h *Service) DeleteNamespace(ctx context.Context, id string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ns, err := h.namespace(id)
@@ -1067,7 +1069,7 @@ func (h *hnsState) DeleteNamespace(ctx context.Context, id string) error {
 	return nil
 }
 
-func (h *hnsState) deleteNamespaceLocked(ctx context.Context, ns *hnsNamespace) {
+func (h *Service) deleteNamespaceLocked(ctx context.Context, ns *hnsNamespace) {
 	for len(ns.endpoints) > 0 {
 		h.detachLocked(ctx, ns.endpoints[0])
 	}
@@ -1078,7 +1080,7 @@ func (h *hnsState) deleteNamespaceLocked(ctx context.Context, ns *hnsNamespace) 
 	log.G(ctx).WithField("namespace", ns.doc.Id).Info("hcsemu: HNS namespace deleted")
 }
 
-func (h *hnsState) EnumerateNamespaces(ctx context.Context, query string) (string, error) {
+func (h *Service) EnumerateNamespaces(ctx context.Context, query string) (string, error) {
 	q, err := decodeQuery(query)
 	if err != nil {
 		return "", err
@@ -1094,13 +1096,13 @@ func (h *hnsState) EnumerateNamespaces(ctx context.Context, query string) (strin
 
 // joinContainer records a compute system in a namespace and returns the netns file its
 // processes run in. An unknown namespace fails naming the document field.
-func (h *hnsState) joinContainer(nsID, system string) (string, error) {
+func (h *Service) JoinContainer(nsID, system string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ns, err := h.namespace(nsID)
 	if err != nil {
-		e := AsError(err)
-		return "", &Error{HResult: e.HResult, Message: "Container.Networking.Namespace: " + e.Message}
+		e := hresult.As(err)
+		return "", &hresult.Error{HResult: e.HResult, Message: "Container.Networking.Namespace: " + e.Message}
 	}
 	ns.containers = append(ns.containers, system)
 	return h.dp.netnsPath(ns), nil
@@ -1116,7 +1118,7 @@ func (h *hnsState) joinContainer(nsID, system string) (string, error) {
 //
 // field names endpoint i in errors: the document's field, or the request's that hot-adds it
 // (hcsv1_linux.go).
-func (h *hnsState) systemNamespace(ctx context.Context, system string, endpoints []string, field func(i int) string) (string, string, error) {
+func (h *Service) SystemNamespace(ctx context.Context, system string, endpoints []string, field func(i int) string) (string, string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err := h.live(); err != nil {
@@ -1127,8 +1129,8 @@ func (h *hnsState) systemNamespace(ctx context.Context, system string, endpoints
 		field := field(i)
 		ep, err := h.endpoint(id)
 		if err != nil {
-			e := AsError(err)
-			return "", "", &Error{HResult: e.HResult, Message: field + ": " + e.Message}
+			e := hresult.As(err)
+			return "", "", &hresult.Error{HResult: e.HResult, Message: field + ": " + e.Message}
 		}
 		switch {
 		case slices.Contains(eps, ep):
@@ -1140,15 +1142,15 @@ func (h *hnsState) systemNamespace(ctx context.Context, system string, endpoints
 		}
 		eps = append(eps, ep)
 	}
-	ns, err := h.newNamespaceLocked(ctx, hcn.HostComputeNamespace{Id: newGUID(), Type: hcn.NamespaceHost})
+	ns, err := h.newNamespaceLocked(ctx, hcn.HostComputeNamespace{Id: hresult.NewGUID(), Type: hcn.NamespaceHost})
 	if err != nil {
 		return "", "", err
 	}
 	for i, ep := range eps {
 		if err := h.attachLocked(ctx, ep, ns); err != nil {
 			h.deleteNamespaceLocked(ctx, ns)
-			e := AsError(err)
-			return "", "", &Error{HResult: e.HResult, Message: field(i) + ": " + e.Message}
+			e := hresult.As(err)
+			return "", "", &hresult.Error{HResult: e.HResult, Message: field(i) + ": " + e.Message}
 		}
 	}
 	ns.containers = append(ns.containers, system)
@@ -1157,7 +1159,7 @@ func (h *hnsState) systemNamespace(ctx context.Context, system string, endpoints
 
 // deleteSystemNamespace removes a namespace systemNamespace made, with the system: its
 // endpoints are detached (they are the caller's, and stay), the namespace is deleted.
-func (h *hnsState) deleteSystemNamespace(ctx context.Context, id string) {
+func (h *Service) DeleteSystemNamespace(ctx context.Context, id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if ns, err := h.namespace(id); err == nil {
@@ -1167,17 +1169,17 @@ func (h *hnsState) deleteSystemNamespace(ctx context.Context, id string) {
 
 // namespaceDNS is the DNS of the network adapters of a container in namespace nsID: its
 // endpoints' (dns.go), in the order they joined it, without those plugged into a utility VM.
-func (h *hnsState) namespaceDNS(nsID string) []adapterDNS {
+func (h *Service) NamespaceDNS(nsID string) []AdapterDNS {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ns, err := h.namespace(nsID)
 	if err != nil {
 		return nil
 	}
-	var out []adapterDNS
+	var out []AdapterDNS
 	for _, ep := range ns.endpoints {
 		if ep.nic == nil {
-			out = append(out, adapterDNS{mac: ep.doc.MacAddress, dns: ep.doc.Dns})
+			out = append(out, AdapterDNS{mac: ep.doc.MacAddress, dns: ep.doc.Dns})
 		}
 	}
 	return out
@@ -1185,20 +1187,20 @@ func (h *hnsState) namespaceDNS(nsID string) []adapterDNS {
 
 // vmDNS is the DNS of the network adapters of utility VM vm, which its hosted containers share:
 // its NICs' endpoints', in the order of their ids.
-func (h *hnsState) vmDNS(vm string) []adapterDNS {
+func (h *Service) VMDNS(vm string) []AdapterDNS {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []adapterDNS
+	var out []AdapterDNS
 	for _, ep := range h.sortedEndpoints() {
 		if ep.nic != nil && ep.nic.vm == vm {
-			out = append(out, adapterDNS{mac: ep.doc.MacAddress, dns: ep.doc.Dns})
+			out = append(out, AdapterDNS{mac: ep.doc.MacAddress, dns: ep.doc.Dns})
 		}
 	}
 	return out
 }
 
 // leaveContainer forgets a compute system's membership (it stopped).
-func (h *hnsState) leaveContainer(nsID, system string) {
+func (h *Service) LeaveContainer(nsID, system string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if ns, err := h.namespace(nsID); err == nil {
@@ -1212,23 +1214,23 @@ func (h *hnsState) leaveContainer(nsID, system string) {
 // compute system runs in: HCS v1's Network modify request (hcsv1_linux.go), which hcsshim's
 // HotAttachEndpoint and HotDetachEndpoint send. Errors name the request's field, Settings (the
 // endpoint id).
-func (h *hnsState) systemEndpoint(ctx context.Context, nsID, system, epID string, add bool) error {
+func (h *Service) SystemEndpoint(ctx context.Context, nsID, system, epID string, add bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ns, err := h.namespace(nsID)
 	if err != nil {
-		e := AsError(err)
-		return &Error{HResult: e.HResult, Message: fmt.Sprintf("the network namespace of compute system %q: %s", system, e.Message)}
+		e := hresult.As(err)
+		return &hresult.Error{HResult: e.HResult, Message: fmt.Sprintf("the network namespace of compute system %q: %s", system, e.Message)}
 	}
 	ep, err := h.endpoint(epID)
 	if err != nil {
-		e := AsError(err)
-		return &Error{HResult: e.HResult, Message: "Settings: " + e.Message}
+		e := hresult.As(err)
+		return &hresult.Error{HResult: e.HResult, Message: "Settings: " + e.Message}
 	}
 	if add {
 		if err := h.attachLocked(ctx, ep, ns); err != nil {
-			e := AsError(err)
-			return &Error{HResult: e.HResult, Message: strings.Replace(e.Message, "Settings.EndpointId:", "Settings:", 1)}
+			e := hresult.As(err)
+			return &hresult.Error{HResult: e.HResult, Message: strings.Replace(e.Message, "Settings.EndpointId:", "Settings:", 1)}
 		}
 		return nil
 	}
@@ -1243,7 +1245,7 @@ func (h *hnsState) systemEndpoint(ctx context.Context, nsID, system, epID string
 }
 
 // applyRulesLocked gives the dataplane the NAT rules of the current objects.
-func (h *hnsState) applyRulesLocked() error {
+func (h *Service) applyRulesLocked() error {
 	var nets []*hnsNetwork
 	for _, id := range sortedKeys(h.networks) {
 		nets = append(nets, h.networks[id])
@@ -1255,7 +1257,7 @@ func (h *hnsState) applyRulesLocked() error {
 }
 
 // close removes every object and the dataplane.
-func (h *hnsState) close(ctx context.Context) error {
+func (h *Service) Close(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true
@@ -1350,7 +1352,7 @@ func knownField(doc any, field string) bool {
 var jsonFieldNames = func() map[string]struct{} {
 	m := map[string]struct{}{}
 	add := func(prefix string, v any) {
-		for k := range jsonFields(reflectType(v)) {
+		for _, k := range hresult.FieldNames(reflect.TypeOf(v)) {
 			m[prefix+"."+k] = struct{}{}
 		}
 	}

@@ -1,4 +1,4 @@
-package hcsemu
+package storage
 
 import (
 	"encoding/binary"

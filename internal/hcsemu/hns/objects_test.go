@@ -1,4 +1,4 @@
-package hcsemu
+package hns
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/openhcs/runhcs/internal/computenetwork"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
@@ -89,7 +90,7 @@ func networkDoc(name, subnet, gw string) string {
 
 func wantHRESULT(t *testing.T, err error, hr computenetwork.HRESULT, field string) {
 	t.Helper()
-	e := AsError(err)
+	e := hresult.As(err)
 	if err == nil || uint32(e.HResult) != uint32(hr) {
 		t.Fatalf("error %v, want %v", err, hr)
 	}
@@ -100,7 +101,7 @@ func wantHRESULT(t *testing.T, err error, hr computenetwork.HRESULT, field strin
 
 func TestHNSBadDocuments(t *testing.T) {
 	ctx := context.Background()
-	h := newHNS(newFakeDataplane(), build2022)
+	h := newService(newFakeDataplane(), build2022)
 	netID, err := h.CreateNetwork(ctx, "", networkDoc("n", "10.0.0.0/24", "10.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +169,7 @@ func TestHNSBadDocuments(t *testing.T) {
 func TestHNSNothingHalfMade(t *testing.T) {
 	ctx := context.Background()
 	dp := newFakeDataplane()
-	h := newHNS(dp, build2022)
+	h := newService(dp, build2022)
 	dp.fail = "addNetwork"
 	if _, err := h.CreateNetwork(ctx, "", networkDoc("n", "10.0.0.0/24", "10.0.0.1")); err == nil {
 		t.Fatal("create succeeded with a failing dataplane")
@@ -229,29 +230,29 @@ func TestHNSNothingHalfMade(t *testing.T) {
 
 func TestHNSContainers(t *testing.T) {
 	ctx := context.Background()
-	h := newHNS(newFakeDataplane(), build2022)
+	h := newService(newFakeDataplane(), build2022)
 	nsID, err := h.CreateNamespace(ctx, "", `{}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := h.joinContainer(strings.ToUpper(nsID), "c1"); err != nil || p != "/netns/"+nsID {
+	if p, err := h.JoinContainer(strings.ToUpper(nsID), "c1"); err != nil || p != "/netns/"+nsID {
 		t.Fatalf("join: %q, %v", p, err)
 	}
 	doc, _ := h.QueryNamespace(ctx, nsID, "")
 	if !strings.Contains(doc, `"Type":"Container"`) || !strings.Contains(doc, `"ID":"c1"`) {
 		t.Errorf("namespace %s does not list the container", doc)
 	}
-	h.leaveContainer(nsID, "c1")
+	h.LeaveContainer(nsID, "c1")
 	if doc, _ := h.QueryNamespace(ctx, nsID, ""); strings.Contains(doc, `"ID":"c1"`) || strings.Contains(doc, `"Container"`) {
 		t.Errorf("after leave, %s", doc)
 	}
-	_, err = h.joinContainer("6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11", "c2")
+	_, err = h.JoinContainer("6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11", "c2")
 	wantHRESULT(t, err, computenetwork.E_ELEMENT_NOT_FOUND, "Container.Networking.Namespace")
 }
 
 func TestHNSQueries(t *testing.T) {
 	ctx := context.Background()
-	h := newHNS(newFakeDataplane(), build2022)
+	h := newService(newFakeDataplane(), build2022)
 	a, _ := h.CreateNetwork(ctx, "", networkDoc("alpha", "10.0.0.0/24", "10.0.0.1"))
 	h.CreateNetwork(ctx, "", networkDoc("beta", "10.0.1.0/24", "10.0.1.1"))
 	ids, err := h.EnumerateNetworks(ctx, `{"SchemaVersion":{"Major":2,"Minor":0},"Filter":"{\"Name\":\"ALPHA\"}"}`)
@@ -275,7 +276,7 @@ func TestHNSQueries(t *testing.T) {
 	if !strings.Contains(out, `"Success":false`) || !strings.Contains(out, "/nowhere/") {
 		t.Errorf("unknown path: %s", out)
 	}
-	if err := errors.Unwrap(AsError(h.DeleteEndpoint(ctx, "6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11"))); err == nil {
+	if err := errors.Unwrap(hresult.As(h.DeleteEndpoint(ctx, "6f1b3a55-0e2b-4b8e-9c1e-0d6a1a3b7c11"))); err == nil {
 		t.Error("delete of an unknown endpoint succeeded")
 	}
 }
@@ -286,7 +287,7 @@ func TestHNSQueries(t *testing.T) {
 func TestHNSEndpointStats(t *testing.T) {
 	ctx := context.Background()
 	dp := newFakeDataplane()
-	h := newHNS(dp, build2022)
+	h := newService(dp, build2022)
 	netID, err := h.CreateNetwork(ctx, "", networkDoc("n", "10.0.0.0/24", "10.0.0.1"))
 	if err != nil {
 		t.Fatal(err)

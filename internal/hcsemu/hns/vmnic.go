@@ -1,4 +1,4 @@
-package hcsemu
+package hns
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/openhcs/runhcs/internal/computenetwork"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
@@ -34,7 +35,7 @@ type endpointNIC struct {
 // (hcsshim sends the endpoint's own, internal/uvm/network.go addNIC). Errors name the
 // request's fields (Settings.EndpointId, Settings.MacAddress); on failure the endpoint is as it
 // was.
-func (h *hnsState) attachVMNIC(ctx context.Context, field, vm, nic, netns, epID, mac string, index int) error {
+func (h *Service) AttachVMNIC(ctx context.Context, field, vm, nic, netns, epID, mac string, index int) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err := h.live(); err != nil {
@@ -42,8 +43,8 @@ func (h *hnsState) attachVMNIC(ctx context.Context, field, vm, nic, netns, epID,
 	}
 	ep, err := h.endpoint(epID)
 	if err != nil {
-		e := AsError(err)
-		return &Error{HResult: e.HResult, Message: field + ".EndpointId: " + e.Message}
+		e := hresult.As(err)
+		return &hresult.Error{HResult: e.HResult, Message: field + ".EndpointId: " + e.Message}
 	}
 	switch {
 	case ep.remote():
@@ -90,7 +91,7 @@ func (h *hnsState) attachVMNIC(ctx context.Context, field, vm, nic, netns, epID,
 // detachVMNIC unplugs NIC nic of VM vm, endpoint epID: its link goes back to the endpoint's HNS
 // namespace, or away if it is in none. An endpoint deleted meanwhile (its link went with it) or
 // no longer that NIC is fine: the NIC is gone either way.
-func (h *hnsState) detachVMNIC(ctx context.Context, vm, nic, epID string) {
+func (h *Service) DetachVMNIC(ctx context.Context, vm, nic, epID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ep, err := h.endpoint(epID)

@@ -1,4 +1,4 @@
-package hcsemu
+package hns
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 func TestHNSVMNIC(t *testing.T) {
 	ctx := context.Background()
 	dp := newFakeDataplane()
-	h := newHNS(dp, build2022)
+	h := newService(dp, build2022)
 	netID, err := h.CreateNetwork(ctx, "", networkDoc("n", "10.0.0.0/24", "10.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +28,7 @@ func TestHNSVMNIC(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := h.joinContainer(busyNS, "process-isolated"); err != nil {
+	if _, err := h.JoinContainer(busyNS, "process-isolated"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -43,21 +43,21 @@ func TestHNSVMNIC(t *testing.T) {
 		{"bad mac", ep, "xx", computenetwork.E_INVALIDARG, "Settings.MacAddress"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantHRESULT(t, h.attachVMNIC(ctx, "Settings", "vm", "nic", "/netns/vm", tc.ep, tc.mac, 0), tc.hr, tc.field)
+			wantHRESULT(t, h.AttachVMNIC(ctx, "Settings", "vm", "nic", "/netns/vm", tc.ep, tc.mac, 0), tc.hr, tc.field)
 		})
 	}
 	dp.fail = "attach"
-	if err := h.attachVMNIC(ctx, "Settings", "vm", "nic", "/netns/vm", ep, "", 0); err == nil {
+	if err := h.AttachVMNIC(ctx, "Settings", "vm", "nic", "/netns/vm", ep, "", 0); err == nil {
 		t.Fatal("a failing dataplane plugged the NIC")
 	}
 	if e := h.endpoints[ep]; e.nic != nil || e.namespace == nil || !dp.attached[ep] {
 		t.Fatalf("after a failed plug the endpoint is not back in its namespace: nic %v, namespace %v, attached %v", e.nic, e.namespace, dp.attached[ep])
 	}
 
-	if err := h.attachVMNIC(ctx, "Settings", "vm", "nic", "/netns/vm", ep, "", 0); err != nil {
+	if err := h.AttachVMNIC(ctx, "Settings", "vm", "nic", "/netns/vm", ep, "", 0); err != nil {
 		t.Fatal(err)
 	}
-	wantHRESULT(t, h.attachVMNIC(ctx, "Settings", "vm2", "nic", "/netns/vm2", ep, "", 0), computenetwork.HCN_E_ENDPOINT_ALREADY_ATTACHED, "Settings.EndpointId")
+	wantHRESULT(t, h.AttachVMNIC(ctx, "Settings", "vm2", "nic", "/netns/vm2", ep, "", 0), computenetwork.HCN_E_ENDPOINT_ALREADY_ATTACHED, "Settings.EndpointId")
 	// A NIC cannot join an HNS namespace (it is the VM's), and leaving its namespace keeps it
 	// in the VM.
 	wantHRESULT(t, h.ModifyNamespace(ctx, busyNS, fmt.Sprintf(`{"ResourceType":"Endpoint","RequestType":"Add","Settings":{"EndpointId":%q}}`, ep)),
@@ -70,17 +70,17 @@ func TestHNSVMNIC(t *testing.T) {
 	}
 	// Another VM's or another NIC id's unplug does nothing; the VM's own removes the link, and
 	// with no namespace left the endpoint is attached nowhere.
-	h.detachVMNIC(ctx, "vm2", "nic", ep)
-	h.detachVMNIC(ctx, "vm", "other", ep)
+	h.DetachVMNIC(ctx, "vm2", "nic", ep)
+	h.DetachVMNIC(ctx, "vm", "other", ep)
 	if h.endpoints[ep].nic == nil {
 		t.Fatal("an unplug of another NIC unplugged this one")
 	}
-	h.detachVMNIC(ctx, "vm", "NIC", ep)
+	h.DetachVMNIC(ctx, "vm", "NIC", ep)
 	if e := h.endpoints[ep]; e.nic != nil || dp.attached[ep] {
 		t.Fatalf("after unplug: nic %v, attached %v", e.nic, dp.attached[ep])
 	}
 	// A deleted endpoint's NIC goes with it; the unplug that follows is a no-op.
-	if err := h.attachVMNIC(ctx, "Settings", "vm", "nic", "/netns/vm", ep, "", 0); err != nil {
+	if err := h.AttachVMNIC(ctx, "Settings", "vm", "nic", "/netns/vm", ep, "", 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.DeleteEndpoint(ctx, ep); err != nil {
@@ -89,5 +89,5 @@ func TestHNSVMNIC(t *testing.T) {
 	if dp.attached[ep] {
 		t.Fatal("a deleted endpoint's link is left in the VM")
 	}
-	h.detachVMNIC(ctx, "vm", "nic", ep)
+	h.DetachVMNIC(ctx, "vm", "nic", ep)
 }

@@ -1,4 +1,4 @@
-package hcsemu
+package hns
 
 import (
 	"fmt"
@@ -47,19 +47,16 @@ import (
 // ResolvConfFile is where hcsemu writes a container's resolver configuration.
 const ResolvConfFile = `C:\etc\resolv.conf`
 
-// resolvConfRel is ResolvConfFile relative to the container's volume.
-const resolvConfRel = "etc/resolv.conf"
-
-// adapterDNS is one network adapter of a container as DNS sees it: its endpoint's MAC address
+// AdapterDNS is one network adapter of a container as DNS sees it: its endpoint's MAC address
 // and Dns settings.
-type adapterDNS struct {
+type AdapterDNS struct {
 	mac string
 	dns hcn.Dns
 }
 
 // suffix is the adapter's connection-specific DNS suffix: its Domain, else the first of its
 // search suffixes (win-bridge sets only Search from a pod's dns_config).
-func (a adapterDNS) suffix() string {
+func (a AdapterDNS) suffix() string {
 	if a.dns.Domain != "" {
 		return a.dns.Domain
 	}
@@ -118,12 +115,12 @@ func splitList(s string) []string {
 
 // resolvConf is the text of ResolvConfFile for a container with these adapters and the
 // document's Networking.DnsSearchList (comma-separated, may be empty).
-func resolvConf(adapters []adapterDNS, searchList string) string {
+func ResolvConf(adapters []AdapterDNS, searchList string) string {
 	var b strings.Builder
 	b.WriteString("# " + ResolvConfFile + ": written by hcsemu (the emulator's convention) from the DNS settings\n" +
 		"# of the container's network adapters, which Windows keeps on the adapters. Windows applies\n" +
 		"# one DNS suffix and takes a name with a dot as fully qualified: hence one search suffix and\n" +
-		"# ndots:1 (internal/hcsemu dns.go).\n")
+		"# ndots:1 (internal/hcsemu/hns dns.go).\n")
 	var servers []string
 	for _, a := range adapters {
 		fmt.Fprintf(&b, "# hcsemu-adapter %s suffix=%s servers=%s\n", a.mac, a.suffix(), strings.Join(a.dns.ServerList, ","))

@@ -1,4 +1,4 @@
-package hcsemu
+package hns
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ import (
 //     is on, and the NAT rules of port mappings and outbound NAT are an nftables table
 //     (ip hcsemu) there. A port mapping answers other endpoints at the host's addresses, and
 //     the host's own programs only as Windows does for the network type and host build
-//     (hns.go hostReachOf: a NAT network's also at 127.0.0.1 from 1809, an L2Bridge network's
+//     (objects.go hostReachOf: a NAT network's also at 127.0.0.1 from 1809, an L2Bridge network's
 //     only with LocalRoutedVip). Nothing in it routes anywhere else: its only other interface
 //     is one a caller may add to link it to a namespace of its own (test/cluster's
 //     control-plane network, the node's "physical" NIC), never to the machine's network.
@@ -54,10 +54,20 @@ type linuxNet struct {
 // HostNetnsPath is the file of the emulated host's network namespace of the daemon using root.
 func HostNetnsPath(root string) string { return layout.HostNetns(root) }
 
+// New starts the HNS of the daemon using root, whose emulated host runs Windows build build:
+// it removes what a dead daemon of root left, then makes the emulated host's network namespace.
+func New(ctx context.Context, root string, build uint32) (*Service, error) {
+	dp, err := newLinuxNet(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	return newService(dp, build), nil
+}
+
 func newLinuxNet(ctx context.Context, root string) (_ *linuxNet, retErr error) {
 	dir := layout.NetnsDir(root)
 	// A daemon that died left its namespaces mounted (its processes died with it); remove
-	// them before anything else, so the new daemon starts clean (see hns.go: clean, not
+	// them before anything else, so the new daemon starts clean (see objects.go: clean, not
 	// persist).
 	removeStaleNetns(ctx, dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -67,7 +77,7 @@ func newLinuxNet(ctx context.Context, root string) (_ *linuxNet, retErr error) {
 	if p, err := exec.LookPath("nft"); err == nil {
 		l.nft = p
 	}
-	if err := newNetnsFile(l.hostPath); err != nil {
+	if err := NewNetnsFile(l.hostPath); err != nil {
 		return nil, fmt.Errorf("create the emulated host's network namespace: %w", err)
 	}
 	defer func() {
@@ -89,7 +99,7 @@ func newLinuxNet(ctx context.Context, root string) (_ *linuxNet, retErr error) {
 	// The host routes between its networks (and back to endpoints for port mappings), and
 	// lets a connection to 127.0.0.1 that a port mapping redirects leave loopback
 	// (route_localnet; Linux drops such packets otherwise): WinNAT maps localhost from 1809.
-	if err := inNetns(l.hostPath, func() error {
+	if err := InNetns(l.hostPath, func() error {
 		if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
 			return err
 		}
@@ -116,7 +126,7 @@ func removeStaleNetns(ctx context.Context, dir string) {
 	}
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
-		if err := removeNetnsFile(p); err != nil {
+		if err := RemoveNetnsFile(p); err != nil {
 			log.G(ctx).WithError(err).WithField("path", p).Warn("hcsemu: cannot remove a network namespace a previous daemon left")
 		} else {
 			log.G(ctx).WithField("path", p).Info("hcsemu: removed a network namespace a previous daemon left")
@@ -124,10 +134,11 @@ func removeStaleNetns(ctx context.Context, dir string) {
 	}
 }
 
-// newNetnsFile makes a new network namespace and bind-mounts it at path (which must not
-// exist). The namespace is made on a thread of its own, which goes back to the daemon's
+// NewNetnsFile makes a new network namespace and bind-mounts it at path, which must not exist
+// (as `ip netns add` does; usable with `nsenter --net=PATH`). Its loopback is down. The
+// namespace is made on a thread of its own, which goes back to the daemon's
 // namespace afterwards (or, if it cannot, ends with its goroutine).
-func newNetnsFile(path string) error {
+func NewNetnsFile(path string) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
 	if err != nil {
 		return err
@@ -186,9 +197,10 @@ func allowPing() error {
 	return nil
 }
 
-// removeNetnsFile unmounts and removes a namespace file; the namespace itself goes when its
-// last user (a process, an open descriptor) does.
-func removeNetnsFile(path string) error {
+// RemoveNetnsFile unmounts and removes a namespace file made by NewNetnsFile; a missing one is
+// not an error. The namespace itself goes when its last user (a process, an open descriptor)
+// does.
+func RemoveNetnsFile(path string) error {
 	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("unmount %s: %w", path, err)
 	}
@@ -198,8 +210,9 @@ func removeNetnsFile(path string) error {
 	return nil
 }
 
-// inNetns runs fn on a thread inside the network namespace of path.
-func inNetns(path string, fn func() error) error {
+// InNetns runs fn on a thread inside the network namespace bound at path: sockets fn makes
+// stay in that namespace.
+func InNetns(path string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -274,12 +287,12 @@ func (l *linuxNet) delNetwork(n *hnsNetwork) error {
 
 func (l *linuxNet) addNamespace(ns *hnsNamespace) error {
 	p := filepath.Join(l.dir, ns.doc.Id) // layout.NamespaceNetns
-	if err := newNetnsFile(p); err != nil {
+	if err := NewNetnsFile(p); err != nil {
 		return err
 	}
 	err := withHandle(p, setLoopbackUp)
 	if err != nil {
-		removeNetnsFile(p)
+		RemoveNetnsFile(p)
 		return err
 	}
 	ns.path = p
@@ -304,7 +317,7 @@ func (l *linuxNet) delNamespace(ns *hnsNamespace) error {
 	if ns.path == "" {
 		return nil
 	}
-	return removeNetnsFile(ns.path)
+	return RemoveNetnsFile(ns.path)
 }
 
 func (l *linuxNet) netnsPath(ns *hnsNamespace) string { return ns.path }
@@ -504,7 +517,7 @@ func (l *linuxNet) setRules(networks []*hnsNetwork, endpoints []*hnsEndpoint) er
 }
 
 // close removes the host namespace and the folder; the namespaces of HNS namespaces were
-// removed by the caller (hnsState.close), and anything left is removed here too.
+// removed by the caller (Service.close), and anything left is removed here too.
 func (l *linuxNet) close() error {
 	if l.host != nil {
 		l.host.Close()
@@ -518,7 +531,7 @@ func (l *linuxNet) close() error {
 
 // InHostNetns runs fn on a thread in the emulated host's network namespace of the daemon using
 // root: sockets fn makes stay in that namespace (the emulated Windows node's listeners).
-func InHostNetns(root string, fn func() error) error { return inNetns(HostNetnsPath(root), fn) }
+func InHostNetns(root string, fn func() error) error { return InNetns(HostNetnsPath(root), fn) }
 
 // ExecInHostNetns replaces the calling program with argv run in the emulated host's network
 // namespace of the daemon using root (`hcsemu hostns`). It returns only on failure.
@@ -550,3 +563,7 @@ func ExecInNetns(path string, argv []string) error {
 	}
 	return unix.Exec(prog, argv, os.Environ())
 }
+
+// SetLoopbackUp brings up the loopback interface of the network namespace bound at path, as
+// every namespace the emulator makes has it.
+func SetLoopbackUp(path string) error { return withHandle(path, setLoopbackUp) }

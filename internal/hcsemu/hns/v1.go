@@ -1,4 +1,4 @@
-package hcsemu
+package hns
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/openhcs/runhcs/internal/computenetwork"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
@@ -25,10 +26,10 @@ import (
 var hnsVersion = hcn.Version{Major: 13, Minor: 2}
 
 // HNSCall serves one v1 call.
-func (h *hnsState) HNSCall(ctx context.Context, method, path, request string) string {
+func (h *Service) HNSCall(ctx context.Context, method, path, request string) string {
 	out, err := h.hnsCall(ctx, strings.ToUpper(method), path, request)
 	if err != nil {
-		e := AsError(err)
+		e := hresult.As(err)
 		b, _ := json.Marshal(hcn.Response{Success: false, Error: e.Message})
 		return string(b)
 	}
@@ -45,7 +46,7 @@ func (h *hnsState) HNSCall(ctx context.Context, method, path, request string) st
 	return string(b)
 }
 
-func (h *hnsState) hnsCall(ctx context.Context, method, path, request string) (any, error) {
+func (h *Service) hnsCall(ctx context.Context, method, path, request string) (any, error) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	kind, id, sub := parts[0], "", ""
 	if len(parts) > 1 {
@@ -176,7 +177,7 @@ func (h *hnsState) hnsCall(ctx context.Context, method, path, request string) (a
 	return bad()
 }
 
-func (h *hnsState) listNetworks() []*hnsNetwork {
+func (h *Service) listNetworks() []*hnsNetwork {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []*hnsNetwork
@@ -187,7 +188,7 @@ func (h *hnsState) listNetworks() []*hnsNetwork {
 	return out
 }
 
-func (h *hnsState) getNetwork(id string) (*hnsNetwork, error) {
+func (h *Service) getNetwork(id string) (*hnsNetwork, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n, err := h.network(id)
@@ -199,7 +200,7 @@ func (h *hnsState) getNetwork(id string) (*hnsNetwork, error) {
 }
 
 // v1Endpoints is every endpoint as a v1 document.
-func (h *hnsState) v1Endpoints() []hcn.HNSEndpoint {
+func (h *Service) v1Endpoints() []hcn.HNSEndpoint {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := []hcn.HNSEndpoint{}
@@ -209,7 +210,7 @@ func (h *hnsState) v1Endpoints() []hcn.HNSEndpoint {
 	return out
 }
 
-func (h *hnsState) v1EndpointByID(id string) (hcn.HNSEndpoint, error) {
+func (h *Service) v1EndpointByID(id string) (hcn.HNSEndpoint, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ep, err := h.endpoint(id)
@@ -222,7 +223,7 @@ func (h *hnsState) v1EndpointByID(id string) (hcn.HNSEndpoint, error) {
 // endpointStats answers GET /endpointstats/<id>: the endpoint's counters from the dataplane,
 // whether it is in a namespace or a utility VM's NIC (both are a veth pair whose host end the
 // dataplane reads); an endpoint never attached has carried nothing: zeros.
-func (h *hnsState) endpointStats(id string) (hcn.EndpointStats, error) {
+func (h *Service) endpointStats(id string) (hcn.EndpointStats, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ep, err := h.endpoint(id)
@@ -237,7 +238,7 @@ func (h *hnsState) endpointStats(id string) (hcn.EndpointStats, error) {
 	return st, nil
 }
 
-func (h *hnsState) v1Namespace(id string) (hcn.V1Namespace, error) {
+func (h *Service) v1Namespace(id string) (hcn.V1Namespace, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ns, err := h.namespace(id)
@@ -336,7 +337,7 @@ func v1EndpointLocked(ep *hnsEndpoint) hcn.HNSEndpoint {
 // v2Endpoint translates a v1 endpoint: its network by id (VirtualNetwork) or name
 // (VirtualNetworkName), its address, gateway and v1 policies (NAT, OutBoundNAT; the others
 // that win-bridge sends, ROUTE and ACL, are accepted without effect).
-func (h *hnsState) v2Endpoint(v1 *hcn.HNSEndpoint) (string, *hcn.HostComputeEndpoint, error) {
+func (h *Service) v2Endpoint(v1 *hcn.HNSEndpoint) (string, *hcn.HostComputeEndpoint, error) {
 	netID := v1.VirtualNetwork
 	if netID == "" {
 		if v1.VirtualNetworkName == "" {

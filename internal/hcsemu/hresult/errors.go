@@ -1,4 +1,4 @@
-package hcsemu
+package hresult
 
 import (
 	"errors"
@@ -20,12 +20,13 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Message, e.HResu
 // Unwrap makes errors.Is(err, computecore.HCS_E_…) work.
 func (e *Error) Unwrap() error { return e.HResult }
 
-func errorf(hr computecore.HRESULT, format string, args ...any) *Error {
+// Errorf is an *Error of hr with a formatted message.
+func Errorf(hr computecore.HRESULT, format string, args ...any) *Error {
 	return &Error{HResult: hr, Message: fmt.Sprintf(format, args...)}
 }
 
-// AsError turns any error into an *Error; one that is not already one becomes E_FAIL.
-func AsError(err error) *Error {
+// As turns any error into an *Error; one that is not already one becomes E_FAIL.
+func As(err error) *Error {
 	if err == nil {
 		return nil
 	}
@@ -39,3 +40,12 @@ func AsError(err error) *Error {
 	}
 	return &Error{HResult: computecore.E_FAIL, Message: err.Error()}
 }
+
+// Win32 errors the emulated services fail with (the layer functions, a utility VM's
+// devices), as HRESULT_FROM_WIN32 values.
+const (
+	ErrBusy         computecore.HRESULT = 0x800700AA // ERROR_BUSY
+	ErrFileExists   computecore.HRESULT = 0x80070050 // ERROR_FILE_EXISTS
+	ErrInvalidState computecore.HRESULT = 0x8007139F // ERROR_INVALID_STATE
+	ErrNotFound     computecore.HRESULT = 0x80070490 // ERROR_NOT_FOUND
+)

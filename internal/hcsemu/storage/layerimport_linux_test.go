@@ -1,4 +1,4 @@
-package hcsemu
+package storage
 
 import (
 	"archive/tar"
@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openhcs/runhcs/internal/computecore"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 	"github.com/openhcs/runhcs/internal/testenv"
 	"github.com/openhcs/runhcs/internal/wclayer"
@@ -73,7 +74,7 @@ func importFolder(t *testing.T, dir string, newTxt []byte) {
 func TestImportExportLayer(t *testing.T) {
 	testenv.RequireRoot(t, "trusted.* extended attributes and whiteout devices")
 	ctx := context.Background()
-	f, err := newStorageFilter(ctx, t.TempDir())
+	f, err := New(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestImportExportLayer(t *testing.T) {
 func TestImportLayerRefuses(t *testing.T) {
 	testenv.RequireRoot(t, "trusted.* extended attributes")
 	ctx := context.Background()
-	f, err := newStorageFilter(ctx, t.TempDir())
+	f, err := New(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestImportLayerRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := f.Import(ctx, wire.LayerArgs{Path: layer, Source: in})
-			var e *Error
+			var e *hresult.Error
 			if !errors.As(err, &e) || e.HResult != tc.hr || !strings.Contains(e.Message, want) {
 				t.Fatalf("Import = %v; want %v naming %s", err, tc.hr, want)
 			}
@@ -252,7 +253,7 @@ func TestSettleKeepsFolderWithContent(t *testing.T) {
 func TestExportSystemDelta(t *testing.T) {
 	testenv.RequireRoot(t, "trusted.* extended attributes")
 	ctx := context.Background()
-	f, err := newStorageFilter(ctx, t.TempDir())
+	f, err := New(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestExportSystemDelta(t *testing.T) {
 	out = filepath.Join(dir, "out-layer")
 	os.Mkdir(out, 0o755)
 	err = f.Export(ctx, wire.LayerArgs{Path: layer, Source: out})
-	var e *Error
+	var e *hresult.Error
 	if !errors.As(err, &e) || e.HResult != computecore.E_INVALIDARG || !strings.Contains(e.Message, "System_Delta") {
 		t.Fatalf("ExportLayer of a layer without hives = %v; want E_INVALIDARG naming System_Delta", err)
 	}
@@ -365,7 +366,7 @@ func TestPlaceholdersFollowTheMergedView(t *testing.T) {
 func TestExportLayerRefusesSymlink(t *testing.T) {
 	testenv.RequireRoot(t, "trusted.* extended attributes")
 	ctx := context.Background()
-	f, err := newStorageFilter(ctx, t.TempDir())
+	f, err := New(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +385,7 @@ func TestExportLayerRefusesSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = f.Export(ctx, wire.LayerArgs{Path: layer, Source: out})
-	var e *Error
+	var e *hresult.Error
 	if !errors.As(err, &e) || e.HResult != computecore.E_NOTIMPL || !strings.Contains(e.Message, "Files/link") {
 		t.Fatalf("Export = %v; want E_NOTIMPL naming Files/link", err)
 	}

@@ -1,9 +1,7 @@
-package hcsemu
+package storage
 
 import (
-	"crypto/sha1"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,18 +10,11 @@ import (
 	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/emuvhdx"
+	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 )
 
 // The storage filter's portable half: volume paths, NameToGuid and the emulated VHDX files. The
-// mounts are in storage_linux.go.
-
-// Win32 errors of the layer functions, as HRESULT_FROM_WIN32 values.
-const (
-	errBusy         computecore.HRESULT = 0x800700AA // ERROR_BUSY
-	errFileExists   computecore.HRESULT = 0x80070050 // ERROR_FILE_EXISTS
-	errInvalidState computecore.HRESULT = 0x8007139F // ERROR_INVALID_STATE
-	errNotFound     computecore.HRESULT = 0x80070490 // ERROR_NOT_FOUND
-)
+// mounts are in filter_linux.go.
 
 // volumeRe matches a volume GUID path, \\?\Volume{GUID}\ (the trailing backslash optional), as
 // GetVolumeNameForVolumeMountPoint returns them
@@ -31,7 +22,7 @@ const (
 var volumeRe = regexp.MustCompile(`^\\\\\?\\Volume\{([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})\}\\?$`)
 
 // volumeGUID returns the GUID (lower case) a volume path names, or false for any other path.
-func volumeGUID(p string) (string, bool) {
+func VolumeGUID(p string) (string, bool) {
 	m := volumeRe.FindStringSubmatch(p)
 	if m == nil {
 		return "", false
@@ -42,18 +33,6 @@ func volumeGUID(p string) (string, bool) {
 // volumePath is the volume GUID path of guid, as vmcompute's GetLayerMountPath spells it (with
 // the trailing backslash: hcsshim and containerd hand it to HCS as Container.Storage.Path).
 func volumePath(guid string) string { return `\\?\Volume{` + guid + `}\` }
-
-// nameToGUID is vmcompute's NameToGuid: a stable GUID for a layer name (hcsshim names a layer's
-// descriptor by NameToGuid of its folder's base name). Assumption: Microsoft does not document
-// the algorithm; this is a name-based (SHA-1, version 5) GUID of the name's UTF-8 bytes, which
-// has the property callers rely on — the same name always gives the same GUID, and different
-// names different ones.
-func nameToGUID(name string) string {
-	h := sha1.Sum([]byte(name))
-	h[6] = h[6]&0x0f | 0x50
-	h[8] = h[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
-}
 
 // The emulated VHDX (package internal/emuvhdx). A scratch layer's disk is a file named like Windows'
 // (sandbox.vhdx, copied from a base layer's blank.vhdx as containerd does) that holds a small JSON
@@ -76,42 +55,42 @@ func writeVHDX(path string, size uint64) error {
 }
 
 // vhdxFileSystem reads the emulated VHDX at path and returns the folder of its file system.
-func vhdxFileSystem(path string) (string, error) {
-	h, err := readVHDX(path)
+func VHDXFileSystem(path string) (string, error) {
+	h, err := ReadVHDX(path)
 	if err != nil {
 		return "", err
 	}
 	fs, err := h.FileSystemDir(path)
 	if err != nil {
-		return "", errorf(computecore.E_INVALIDARG, "virtual disk %q: %v", path, err)
+		return "", hresult.Errorf(computecore.E_INVALIDARG, "virtual disk %q: %v", path, err)
 	}
 	return fs, nil
 }
 
 // readVHDX reads an emulated VHDX's header. A file that is not one is ERROR_FILE_CORRUPT's
 // cousin for virtual disks, which this emulator reports as E_INVALIDARG naming the file.
-func readVHDX(path string) (vhdxHeader, error) {
+func ReadVHDX(path string) (vhdxHeader, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return vhdxHeader{}, errorf(computecore.E_FILE_NOT_FOUND, "virtual disk %q: %v", path, err)
+		return vhdxHeader{}, hresult.Errorf(computecore.E_FILE_NOT_FOUND, "virtual disk %q: %v", path, err)
 	}
 	var h vhdxHeader
 	if err := json.Unmarshal(b, &h); err != nil || h.Format != vhdxMagic {
-		return vhdxHeader{}, errorf(computecore.E_INVALIDARG, "virtual disk %q is not a virtual disk this emulator made", path)
+		return vhdxHeader{}, hresult.Errorf(computecore.E_INVALIDARG, "virtual disk %q is not a virtual disk this emulator made", path)
 	}
 	return h, nil
 }
 
 // checkDosDevices checks a LayerArgs.DosDevices ("" is none).
-func checkDosDevices(dir string) error {
+func CheckDosDevices(dir string) error {
 	if dir == "" {
 		return nil
 	}
 	if !filepath.IsAbs(dir) || filepath.Base(dir) != "dosdevices" {
-		return errorf(computecore.E_INVALIDARG, "DosDevices: %q is not a Wine prefix's dosdevices folder", dir)
+		return hresult.Errorf(computecore.E_INVALIDARG, "DosDevices: %q is not a Wine prefix's dosdevices folder", dir)
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return errorf(computecore.E_PATH_NOT_FOUND, "DosDevices: %q is not a folder", dir)
+		return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "DosDevices: %q is not a folder", dir)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package hcsemu
+package hns
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // DNSDomain are the same settings as comma-separated lists both ways (as win-bridge writes and
 // reads them), and bad settings are refused naming the field, leaving nothing.
 func TestEndpointDns(t *testing.T) {
-	h := newHNS(newFakeDataplane(), build2022)
+	h := newService(newFakeDataplane(), build2022)
 	ctx := context.Background()
 	netID, err := h.CreateNetwork(ctx, "", networkDoc("dns-net", "10.254.7.0/24", "10.254.7.1"))
 	if err != nil {
@@ -97,33 +97,33 @@ func sameDns(a, b hcn.Dns) bool {
 // first Search (Windows applies one suffix); the document's DnsSearchList instead when it has
 // one; ndots:1 whatever the endpoint's Options say; a comment line per adapter for ipconfig.
 func TestResolvConf(t *testing.T) {
-	pod := adapterDNS{mac: "00-15-5D-0A-FA-00-05", dns: hcn.Dns{Search: []string{"default.svc.cluster.local", "svc.cluster.local"},
+	pod := AdapterDNS{mac: "00-15-5D-0A-FA-00-05", dns: hcn.Dns{Search: []string{"default.svc.cluster.local", "svc.cluster.local"},
 		ServerList: []string{"10.10.10.10", "10.10.10.11"}, Options: []string{"ndots:8"}}}
-	second := adapterDNS{mac: "00-15-5D-0A-FA-00-06", dns: hcn.Dns{Domain: "corp.example", ServerList: []string{"10.10.10.11", "10.0.0.53"}}}
+	second := AdapterDNS{mac: "00-15-5D-0A-FA-00-06", dns: hcn.Dns{Domain: "corp.example", ServerList: []string{"10.10.10.11", "10.0.0.53"}}}
 	const head = "# C:\\etc\\resolv.conf: written by hcsemu (the emulator's convention) from the DNS settings\n" +
 		"# of the container's network adapters, which Windows keeps on the adapters. Windows applies\n" +
 		"# one DNS suffix and takes a name with a dot as fully qualified: hence one search suffix and\n" +
-		"# ndots:1 (internal/hcsemu dns.go).\n"
+		"# ndots:1 (internal/hcsemu/hns dns.go).\n"
 	for _, c := range []struct {
 		name     string
-		adapters []adapterDNS
+		adapters []AdapterDNS
 		search   string
 		want     string
 	}{
-		{"pod", []adapterDNS{pod}, "", head +
+		{"pod", []AdapterDNS{pod}, "", head +
 			"# hcsemu-adapter 00-15-5D-0A-FA-00-05 suffix=default.svc.cluster.local servers=10.10.10.10,10.10.10.11\n" +
 			"nameserver 10.10.10.10\nnameserver 10.10.10.11\nsearch default.svc.cluster.local\noptions ndots:1\n"},
-		{"two adapters", []adapterDNS{pod, second}, "", head +
+		{"two adapters", []AdapterDNS{pod, second}, "", head +
 			"# hcsemu-adapter 00-15-5D-0A-FA-00-05 suffix=default.svc.cluster.local servers=10.10.10.10,10.10.10.11\n" +
 			"# hcsemu-adapter 00-15-5D-0A-FA-00-06 suffix=corp.example servers=10.10.10.11,10.0.0.53\n" +
 			"nameserver 10.10.10.10\nnameserver 10.10.10.11\nnameserver 10.0.0.53\nsearch default.svc.cluster.local\noptions ndots:1\n"},
-		{"the document's DnsSearchList", []adapterDNS{pod}, "a.example,b.example", head +
+		{"the document's DnsSearchList", []AdapterDNS{pod}, "a.example,b.example", head +
 			"# hcsemu-adapter 00-15-5D-0A-FA-00-05 suffix=default.svc.cluster.local servers=10.10.10.10,10.10.10.11\n" +
 			"nameserver 10.10.10.10\nnameserver 10.10.10.11\nsearch a.example b.example\noptions ndots:1\n"},
-		{"no DNS settings", []adapterDNS{{mac: "00-15-5D-0A-FA-00-07"}}, "", head +
+		{"no DNS settings", []AdapterDNS{{mac: "00-15-5D-0A-FA-00-07"}}, "", head +
 			"# hcsemu-adapter 00-15-5D-0A-FA-00-07 suffix= servers=\noptions ndots:1\n"},
 	} {
-		if got := resolvConf(c.adapters, c.search); got != c.want {
+		if got := ResolvConf(c.adapters, c.search); got != c.want {
 			t.Errorf("%s:\n%s\nwant\n%s", c.name, got, c.want)
 		}
 	}
@@ -131,7 +131,7 @@ func TestResolvConf(t *testing.T) {
 
 // TestNamespaceDNS: a namespace's adapters are its endpoints in the order they joined it.
 func TestNamespaceDNS(t *testing.T) {
-	h := newHNS(newFakeDataplane(), build2022)
+	h := newService(newFakeDataplane(), build2022)
 	ctx := context.Background()
 	netID, err := h.CreateNetwork(ctx, "", networkDoc("dns-ns", "10.254.8.0/24", "10.254.8.1"))
 	if err != nil {
@@ -148,11 +148,11 @@ func TestNamespaceDNS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := h.namespaceDNS(ns)
+	got := h.NamespaceDNS(ns)
 	if len(got) != 2 || got[0].mac != "00-15-5D-00-00-0B" || got[0].suffix() != "google.com" || got[1].mac != "00-15-5D-00-00-0A" || !slices.Equal(got[1].dns.ServerList, []string{"10.10.10.10"}) {
 		t.Errorf("namespaceDNS: %+v", got)
 	}
-	if got := h.namespaceDNS("no-such-namespace"); got != nil {
+	if got := h.NamespaceDNS("no-such-namespace"); got != nil {
 		t.Errorf("an unknown namespace's adapters: %+v", got)
 	}
 }

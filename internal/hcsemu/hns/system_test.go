@@ -1,4 +1,4 @@
-package hcsemu
+package hns
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // keeps them.
 func TestSystemNamespaceNothingHalfMade(t *testing.T) {
 	dp := newFakeDataplane()
-	h := newHNS(dp, build2022)
+	h := newService(dp, build2022)
 	ctx := context.Background()
 	netID, err := h.CreateNetwork(ctx, "", networkDoc("sys-net", "10.254.9.0/24", "10.254.9.1"))
 	if err != nil {
@@ -37,14 +37,14 @@ func TestSystemNamespaceNothingHalfMade(t *testing.T) {
 	// The first attach succeeds, the second fails.
 	calls := 0
 	h.dp = &countingDataplane{fakeDataplane: dp, failAttach: 2, attaches: &calls}
-	_, _, err = h.systemNamespace(ctx, "sys-a", []string{ep1, ep2}, field)
+	_, _, err = h.SystemNamespace(ctx, "sys-a", []string{ep1, ep2}, field)
 	wantHRESULT(t, err, computenetwork.E_FAIL, "NetworkAdapters[1]")
 	if len(dp.namespaces) != 0 || len(dp.attached) != 0 || len(h.namespaces) != 0 {
 		t.Fatalf("left behind: netns %v, attached %v, namespaces %d", dp.namespaces, dp.attached, len(h.namespaces))
 	}
 	h.dp = dp
 
-	id, _, err := h.systemNamespace(ctx, "sys-a", []string{ep1, ep2}, field)
+	id, _, err := h.SystemNamespace(ctx, "sys-a", []string{ep1, ep2}, field)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,9 +58,9 @@ func TestSystemNamespaceNothingHalfMade(t *testing.T) {
 		}
 	}
 	// An endpoint in that namespace cannot be listed for another container.
-	_, _, err = h.systemNamespace(ctx, "sys-b", []string{ep2}, field)
+	_, _, err = h.SystemNamespace(ctx, "sys-b", []string{ep2}, field)
 	wantHRESULT(t, err, computenetwork.HCN_E_ENDPOINT_ALREADY_ATTACHED, "NetworkAdapters[0]")
-	h.deleteSystemNamespace(ctx, id)
+	h.DeleteSystemNamespace(ctx, id)
 	if len(dp.namespaces) != 0 || len(dp.attached) != 0 || len(h.endpoints) != 2 {
 		t.Errorf("after deleteSystemNamespace: netns %v, attached %v, %d endpoints; want none, none, 2", dp.namespaces, dp.attached, len(h.endpoints))
 	}
