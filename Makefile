@@ -36,7 +36,7 @@ e2e-2 e2e-1.7: e2e-%: build
 	bash hack/tools.sh $(if $(filter 1.7,$*),containerd1.7,containerd)
 	RUNHCS_BIN=$(CURDIR)/$(BIN) RUNHCS_E2E_CONTAINERD=$* $(GO) test -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
-## soak: the soak and fault suite against containerd 2.x and 1.7, CI variant (root;
+## soak: the soak and fault suite against containerd 2.x and 1.7, then the shim sandboxer's soak on an emulated node, CI variant (root;
 ## RUNHCS_SOAK=long for the long one, see hack/soak.sh)
 soak:
 	bash hack/soak.sh

@@ -10,6 +10,7 @@
 #   hack/winnode.sh run [--root DIR] PROGRAM ARGS…
 #   hack/winnode.sh test [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows] [--sandboxer podsandbox|shim] [go test flags…]
 #   hack/winnode.sh test-kubelet [--root DIR] [--containerd 2|1.7] [KUBELET.EXE]
+#   hack/winnode.sh soak [--root DIR] [--snapshotter wcow|windows] [TestSandboxSoak flags…]
 #
 # deps installs the Debian packages the node needs beyond Wine (hack/wine/setup.sh installs
 # Wine's): nftables, whose nft hcsemu runs for the HNS network's NAT and port mappings; up runs
@@ -20,7 +21,11 @@
 # crash and spares its caller (test/winnode TestDownAfterCrash, TestDownFromCaller, with the same
 # containerd) and takes it down; make test-winnode runs it for both containerd versions.
 # --sandboxer shim runs the default handler's pods through containerd 2.x's sandbox API, served by
-# the shim (docs/sandbox-api.md).
+# the shim (docs/sandbox-api.md). soak brings a node up with --sandboxer shim on containerd 2.4.2
+# and runs the shim sandboxer's soak in it (test/cri TestSandboxSoak: pods churned, pods' shims
+# SIGKILLed, nothing left), under `winnode run --shim-kills`, which does the SIGKILLs the test
+# asks for; flags after the options go to the test binary (-soak.pods N, -soak.kills N,
+# -soak.parallel N); make soak runs it.
 # test-kubelet brings a node up and runs test/winnode TestKubeletStaticPod in it: kubelet.exe
 # (the Windows build of kubelet; by default the pinned one, hack/tools.sh kubelet) standalone, a
 # static pod, its node figures, and down.
@@ -134,11 +139,26 @@ test-kubelet)
 	printf 'winnode: %-34s %7.2fs (exit %d)\n' "test-kubelet, containerd ${containerd}" "$(elapsed "${t_test}")" "${rc}" >&2
 	exit "${rc}"
 	;;
+soak)
+	t_soak=$(date +%s.%N)
+	if [[ "${containerd}" != 2 ]]; then
+		echo "winnode: soak: the shim sandboxer needs containerd 2 (1.7 has no sandbox API)" >&2
+		exit 2
+	fi
+	bash "$0" down --root "${dir}"
+	trap 'bash "$0" down --root "${dir}"' EXIT
+	bash "$0" up --root "${dir}" "${args[@]}" --sandboxer shim >/dev/null
+	GOOS=windows CGO_ENABLED=0 go test -c -o "${dir}/bin/cri.test.exe" ./test/cri
+	rc=0
+	"${dir}/bin/winnode" run --root "${dir}" --shim-kills -- "${dir}/bin/cri.test.exe" -test.v -test.count=1 -test.timeout 15m -test.run '^TestSandboxSoak$' -soak "$@" || rc=$?
+	printf 'winnode: %-34s %7.2fs (exit %d)\n' "soak, shim sandboxer" "$(elapsed "${t_soak}")" "${rc}" >&2
+	exit "${rc}"
+	;;
 run)
 	exec "${dir}/bin/winnode" run --root "${dir}" -- "$@"
 	;;
 *)
-	echo "usage: $0 deps|up|down|run|test|test-kubelet [--root DIR] …" >&2
+	echo "usage: $0 deps|up|down|run|test|test-kubelet|soak [--root DIR] …" >&2
 	exit 2
 	;;
 esac

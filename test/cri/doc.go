@@ -11,4 +11,8 @@
 // behaves differently, the check branches on containerd17(t, n) (from CRI's Version call) with a
 // comment citing 1.7's source (v1.7.35's pkg/cri/...), and the 2.x check stays as strict as it
 // is; TestRuntimeStatus has an example.
+//
+// TestSandboxSoak, the shim sandboxer's soak, runs only with -soak, in a --sandboxer shim node
+// under `winnode run --shim-kills`, which SIGKILLs the pods' shims it asks for: `hack/winnode.sh
+// soak` (run by `make soak`) does both. BenchmarkPodStart compares the sandboxers on such a node.
 package cri

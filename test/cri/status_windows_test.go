@@ -61,6 +61,10 @@ func TestRuntimeStatus(t *testing.T) {
 		handlers = append(handlers, h.GetName())
 	}
 	want := []string{"", hypervHandler, "runhcs-wcow-process"} // "" is the default handler
+	if shimSandboxer(t) {
+		// The pause-container handler beside the shim sandboxer's (test/winnode config.go).
+		want = append(want, podsandboxHandler)
+	}
 	if containerd17(t, n) {
 		// containerd 1.7 answers no runtime handlers: 1.7.35's pkg/cri/server/status.go does not
 		// fill StatusResponse.runtime_handlers (2.x's introspectRuntimeHandler does), so kubelet

@@ -23,7 +23,9 @@ type ConfigOptions struct {
 	Hosts           string // the registry hosts folder (certs.d)
 	// Sandboxer is how CRI runs runhcs-wcow-process's pods (containerd 2.x only): "" or
 	// "podsandbox", a pause container; "shim", containerd's sandbox API served by the shim
-	// (docs/sandbox-api.md). runhcs-wcow-hypervisor stays on podsandbox: the shim refuses a
+	// (docs/sandbox-api.md), and then runhcs-wcow-process-podsandbox keeps the pause container
+	// for process-isolated pods that want it (and for test/cri BenchmarkPodStart, which compares
+	// the two on one node). runhcs-wcow-hypervisor stays on podsandbox: the shim refuses a
 	// Hyper-V pod through the sandbox API (not implemented yet).
 	Sandboxer string
 }
@@ -128,7 +130,8 @@ func writeCRI17(b *strings.Builder, o ConfigOptions) {
 // writeRuntimes writes the two runtime handlers under the table base (the CRI plugin's
 // containerd table), the same in both versions. With sandboxer "shim" (2.x), the process
 // handler's pods go through the shim's sandbox API, and CRI pulls no pause image for them
-// (disable_pause_image_pull, containerd 2.4's internal/cri/config Runtime).
+// (disable_pause_image_pull, containerd 2.4's internal/cri/config Runtime); a third handler,
+// runhcs-wcow-process-podsandbox, runs process-isolated pods with the pause container.
 func writeRuntimes(b *strings.Builder, base, snapshotter, sandboxer string) {
 	shim := ""
 	if sandboxer == "shim" {
@@ -141,7 +144,18 @@ func writeRuntimes(b *strings.Builder, base, snapshotter, sandboxer string) {
     [plugins.%[1]s.runtimes.runhcs-wcow-process.options]
       SandboxIsolation = 0
       LogLevel = "info"
-
+`, base, q(snapshotter), shim)
+	if sandboxer == "shim" {
+		fmt.Fprintf(b, `
+  [plugins.%[1]s.runtimes.runhcs-wcow-process-podsandbox]
+    runtime_type = "io.containerd.runhcs.v1"
+    snapshotter = %[2]s
+    [plugins.%[1]s.runtimes.runhcs-wcow-process-podsandbox.options]
+      SandboxIsolation = 0
+      LogLevel = "info"
+`, base, q(snapshotter))
+	}
+	fmt.Fprintf(b, `
   [plugins.%[1]s.runtimes.runhcs-wcow-hypervisor]
     runtime_type = "io.containerd.runhcs.v1"
     snapshotter = %[2]s
@@ -150,5 +164,5 @@ func writeRuntimes(b *strings.Builder, base, snapshotter, sandboxer string) {
       VmProcessorCount = 2
       VmMemorySizeInMb = 1024
       LogLevel = "info"
-`, base, q(snapshotter), shim)
+`, base, q(snapshotter))
 }

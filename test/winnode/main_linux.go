@@ -19,7 +19,7 @@ import (
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage: winnode up --root DIR --bin BINDIR --wine-prefix PREFIX [--containerd 2|1.7] [--snapshotter windows|wcow] [--sandboxer podsandbox|shim]
        winnode down --root DIR
-       winnode run --root DIR -- PROGRAM [ARGS…]
+       winnode run --root DIR [--shim-kills] -- PROGRAM [ARGS…]
        winnode kubelet --root DIR --exe KUBELET.EXE [--kubeconfig FILE] [--node-name NAME] [-- KUBELET FLAGS…]`)
 	os.Exit(2)
 }
@@ -178,13 +178,19 @@ func envFile(root string) string { return filepath.Join(root, "node.env") }
 
 // runCmd runs PROGRAM with the node's environment in the emulated host's network namespace,
 // a Windows .exe under the node's Wine loader. It replaces this process, so the program's exit
-// status is the command's.
+// status is the command's. With --shim-kills it runs PROGRAM as its child instead and, until it
+// ends, SIGKILLs the pods' shims PROGRAM asks it to (shimkill_linux.go), then exits with its
+// status.
 func runCmd(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	root := fs.String("root", "", "the node's folder")
+	kills := fs.Bool("shim-kills", false, "serve the program's requests to SIGKILL a pod's shim (files in DIR/shim-kills)")
 	fs.Parse(args)
 	if *root == "" || fs.NArg() == 0 {
 		usage()
+	}
+	if *kills {
+		return runWithShimKills(*root, fs.Args())
 	}
 	env, err := readEnv(*root)
 	if err != nil {
@@ -201,3 +207,42 @@ func runCmd(args []string) error {
 }
 
 func emuRoot(root string) string { return filepath.Join(root, "emu") }
+
+// runWithShimKills runs `winnode run --root root -- argv…` as a child and serves its shim kill
+// requests until it ends; it exits with the child's status.
+func runWithShimKills(root string, argv []string) error {
+	if _, err := readEnv(root); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, append([]string{"run", "--root", root, "--"}, argv...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// An earlier run's answers must not answer this run's requests.
+	if err := os.RemoveAll(shimKillDir(root)); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(shimKillDir(root), 0o755); err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	stop := make(chan struct{})
+	served := make(chan error, 1)
+	go func() { served <- serveShimKills(root, stop) }()
+	werr := cmd.Wait()
+	close(stop)
+	if err := <-served; err != nil {
+		return fmt.Errorf("shim kills: %w", err)
+	}
+	if werr != nil {
+		if ee, ok := werr.(*exec.ExitError); ok {
+			os.Exit(ee.ExitCode())
+		}
+		return werr
+	}
+	return nil
+}

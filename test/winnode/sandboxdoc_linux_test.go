@@ -39,8 +39,9 @@ func TestSandboxAPIDocConfig(t *testing.T) {
 	}
 }
 
-// TestSandboxerConfig: only the process handler gets the shim sandboxer, only on 2.x, and a
-// node refuses --sandboxer shim with containerd 1.7.
+// TestSandboxerConfig: only the process handler gets the shim sandboxer, only on 2.x, with a
+// process handler on the pause container beside it, and a node refuses --sandboxer shim with
+// containerd 1.7.
 func TestSandboxerConfig(t *testing.T) {
 	var c map[string]any
 	if err := toml.Unmarshal([]byte(ContainerdConfig(ConfigOptions{Containerd: "2", Snapshotter: "wcow", Sandboxer: "shim"})), &c); err != nil {
@@ -53,6 +54,16 @@ func TestSandboxerConfig(t *testing.T) {
 	}
 	if _, ok := h["sandboxer"]; ok {
 		t.Errorf("hypervisor handler: %v", h)
+	}
+	// The pause-container handler beside it: process isolation, no sandboxer of its own.
+	pp, ok := runtimes["runhcs-wcow-process-podsandbox"].(map[string]any)
+	if _, shim := pp["sandboxer"]; !ok || shim || pp["options"].(map[string]any)["SandboxIsolation"] != int64(0) {
+		t.Errorf("process podsandbox handler: %v", pp)
+	}
+	for _, o := range []ConfigOptions{{Containerd: "2", Snapshotter: "wcow"}, {Containerd: "1.7", Snapshotter: "wcow"}} {
+		if cfg := ContainerdConfig(o); strings.Contains(cfg, "runhcs-wcow-process-podsandbox") {
+			t.Errorf("containerd %s without --sandboxer shim has the podsandbox handler: %s", o.Containerd, cfg)
+		}
 	}
 	for _, o := range []ConfigOptions{{Containerd: "2", Snapshotter: "wcow"}, {Containerd: "1.7", Snapshotter: "wcow"}} {
 		if cfg := ContainerdConfig(o); strings.Contains(cfg, "sandboxer") {
