@@ -27,7 +27,8 @@ func TestSandboxAPIDocConfig(t *testing.T) {
 	}
 	const folder = `C:\Program Files\containerd\`
 	node := ContainerdConfig(ConfigOptions{Containerd: "2", Snapshotter: "wcow", Sandboxer: "shim",
-		CNIBin: folder + `cni\bin`, CNIConf: folder + `cni\conf`, Hosts: folder + `certs.d`})
+		CNIBin: folder + `cni\bin`, CNIConf: folder + `cni\conf`, Hosts: folder + `certs.d`,
+		SnapshotterRoot: `C:\ProgramData\containerd-wcow-snapshotter`})
 	if err := toml.Unmarshal([]byte(node), &want); err != nil {
 		t.Fatal(err)
 	}
