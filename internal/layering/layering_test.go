@@ -38,7 +38,7 @@ var rules = map[string][]string{
 		"protocols/options", "protocols/stats"},
 	"internal/shim/stdio": nil,
 	"internal/uvm": {"internal/hcs", "internal/hcs/schema2", "internal/hns", "internal/hns/hcn", "internal/oci",
-		"protocols/options", "protocols/stats"},
+		"protocols/stats"},
 	"internal/oci": {"internal/computenetwork", "internal/hcs/schema2", "internal/winargs", "protocols/options"},
 
 	// Storage: the snapshotter and the layer mounts on the Windows layer format, which is a leaf.

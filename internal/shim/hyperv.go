@@ -126,10 +126,11 @@ func (s *service) vmOptions(ctx context.Context, id string, spec *specs.Spec, op
 	if err != nil {
 		return nil, fmt.Errorf("task %s: host processors: %w", id, err)
 	}
-	o, err := uvm.NewOptions(id, oci.Owner, spec, opts, n)
+	size, err := oci.VMSizing(spec, opts, n)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
+	o := &uvm.Options{ID: uvm.VMID(id), Owner: oci.Owner, VMSize: size}
 	if o.BootLayer, err = uvm.FindBootLayer(chain.Parents); err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
