@@ -18,7 +18,7 @@ import (
 // createTask translates a Create request: it reads the spec and the runtime options, checks
 // and translates them before anything is touched (so a bad spec changes nothing), and hands
 // the result to task.Create, which mounts the layers and creates the compute system.
-func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest) (*task.Task, error) {
+func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest) (task.Task, error) {
 	opts, err := decodeOptions(req.Options)
 	if err != nil {
 		return nil, err
@@ -61,9 +61,6 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 	if iso == oci.IsolationHyperV {
 		return s.createHyperV(ctx, req, spec, opts, chain, credSpec)
 	}
-	if err := s.refuseMixedPod(req.ID, spec); err != nil {
-		return nil, err
-	}
 	// The storage path is filled in once the layers are mounted.
 	doc, err := oci.ContainerDocument(spec, "pending-mount", chain.Parents)
 	if err != nil {
@@ -77,7 +74,7 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 	// the process-isolation build check is HCS's ("the OS compute service will return a version
 	// incompatibility error", VirtDocs version-compatibility.md; hcsshim makes no check of its
 	// own either); the shim makes its refusal say what to do (imageMismatch).
-	t, err := task.Create(ctx, s.deps, task.Config{
+	t, err := s.pod.CreateContainer(ctx, spec.Annotations[oci.AnnotationSandboxID], task.Config{
 		ID:       req.ID,
 		Bundle:   req.Bundle,
 		Chain:    chain,
@@ -91,7 +88,10 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 	if errors.Is(err, computecore.HCS_E_IMAGE_MISMATCH) {
 		return nil, s.imageMismatch(ctx, req.ID, err)
 	}
-	return t, err
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // osVersioner is what the shim needs to name the host's build in an error (an *hcs.Client's
