@@ -31,7 +31,7 @@ var rules = map[string][]string{
 		"internal/layers", "internal/oci", "internal/shim/pod", "internal/shim/sandbox", "internal/shim/stdio",
 		"internal/shim/task", "internal/uvm", "protocols/diag", "protocols/options"},
 	// The pod a shim serves: its tasks (one type per kind), its isolation, its VM and its rules.
-	"internal/shim/pod": {"internal/oci", "internal/shim/task", "internal/uvm"},
+	"internal/shim/pod": {"internal/oci", "internal/shim/sandbox", "internal/shim/task", "internal/uvm"},
 	// A sandbox served through containerd's sandbox API: its states and its record on disk; the
 	// pod it owns arrives as an interface from internal/shim.
 	"internal/shim/sandbox": {"internal/atomicfile", "protocols/stats"},

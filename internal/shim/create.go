@@ -31,7 +31,7 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 	if spec.Process == nil {
 		return nil, fmt.Errorf("OCI spec of %s: process: missing: %w", req.ID, errdefs.ErrInvalidArgument)
 	}
-	if err := s.joinSandbox(req.ID, spec.Annotations[oci.AnnotationSandboxID]); err != nil {
+	if err := s.pod.Join(req.ID, spec.Annotations[oci.AnnotationSandboxID]); err != nil {
 		return nil, err
 	}
 	oci.ApplyOptions(spec, opts)
@@ -114,17 +114,4 @@ func (s *service) imageMismatch(ctx context.Context, id string, err error) error
 	}
 	return fmt.Errorf("task %s: process isolation runs only images of the host's Windows build (host: %s; from Windows Server 2022 on also those of the previous LTSC build): "+
 		"use an image of the host's build, or Hyper-V isolation (runtime handler runhcs-wcow-hypervisor), which runs older builds: %w", id, host, err)
-}
-
-// joinSandbox checks that a container of the pod whose sandbox this shim serves through the
-// sandbox API may join it (only a ready sandbox takes containers). A task of no such pod is
-// not concerned.
-func (s *service) joinSandbox(id, sandboxID string) error {
-	s.mu.Lock()
-	sb := s.sandbox
-	s.mu.Unlock()
-	if sb == nil || sandboxID != sb.ID() {
-		return nil
-	}
-	return sb.Join(id)
 }

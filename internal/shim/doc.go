@@ -24,7 +24,7 @@
 //     same methods as containerd.task.v2.Task, which containerd 1.7 and 2.x call (see start.go).
 //   - sandbox_service.go: the sandbox API, one method per RPC: the pod's sandbox
 //     (internal/shim/sandbox) without a pause container, which the pod's containers join as
-//     tasks (create.go joinSandbox); process-isolated pods only so far (a Hyper-V one is
+//     tasks (pod.Join); process-isolated pods only so far (a Hyper-V one is
 //     refused as not implemented). The start action keeps the runtime options of a sandbox
 //     bundle, which has no config.json, for CreateSandbox.
 //   - create.go: the translation of a Create request (spec, options, layers) into a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 
 	eventstypes "github.com/containerd/containerd/api/events"
 	taskapi "github.com/containerd/containerd/api/runtime/task/v3"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/openhcs/runhcs/internal/oci"
 	"github.com/openhcs/runhcs/internal/shim/pod"
-	"github.com/openhcs/runhcs/internal/shim/sandbox"
 	"github.com/openhcs/runhcs/internal/shim/stdio"
 	"github.com/openhcs/runhcs/internal/shim/task"
 )
@@ -39,11 +37,6 @@ type service struct {
 	shutdown shutdown.Service
 	logs     taskLogs // the log pipes of the tasks that joined this shim
 
-	mu sync.Mutex
-	// sandbox is the pod's sandbox when containerd runs it through the sandbox API
-	// (sandbox_service.go); sandboxCreating reserves it while CreateSandbox runs.
-	sandbox         *sandbox.Sandbox
-	sandboxCreating bool
 }
 
 var _ taskapi.TTRPCTaskService = (*service)(nil)
@@ -373,13 +366,7 @@ func (s *service) Shutdown(ctx context.Context, req *taskapi.ShutdownRequest) (*
 // exitIfIdle ends the shim unless it still serves something. One shim serves a pod: it stays
 // while any task of the pod is left, or the pod's sandbox (until ShutdownSandbox).
 func (s *service) exitIfIdle() {
-	n := s.pod.Len()
-	s.mu.Lock()
-	if s.sandbox != nil || s.sandboxCreating {
-		n++
-	}
-	s.mu.Unlock()
-	if n > 0 {
+	if s.pod.Len() > 0 {
 		return
 	}
 	if s.shutdown != nil {

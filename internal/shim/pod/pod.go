@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/openhcs/runhcs/internal/oci"
+	"github.com/openhcs/runhcs/internal/shim/sandbox"
 	"github.com/openhcs/runhcs/internal/shim/task"
 	"github.com/openhcs/runhcs/internal/uvm"
 )
@@ -30,6 +31,10 @@ type Pod struct {
 	sandbox         *task.VMSandbox
 	vm              *uvm.VM
 	sandboxCreating bool
+	// apiSandbox is the pod's sandbox when containerd runs it through the sandbox API
+	// (sandboxer = "shim"); apiCreating reserves it while it is created.
+	apiSandbox  *sandbox.Sandbox
+	apiCreating bool
 }
 
 // New makes an empty pod whose tasks are given *deps.
@@ -101,11 +106,16 @@ func (p *Pod) Tasks() []task.Task {
 	return out
 }
 
-// Len is the number of tasks the pod has or is creating.
+// Len is the number of tasks the pod has or is creating, and of its sandbox-API sandbox (until
+// it is shut down): what keeps the shim serving.
 func (p *Pod) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.tasks) + len(p.creating)
+	n := len(p.tasks) + len(p.creating)
+	if p.apiSandbox != nil || p.apiCreating {
+		n++
+	}
+	return n
 }
 
 // VMSandbox returns the Hyper-V pod's sandbox, nil if the pod has none.
@@ -207,4 +217,59 @@ func (p *Pod) CreateHosted(ctx context.Context, sandboxID string, c task.Config,
 // CreateStandalone creates a Hyper-V task outside a pod, in a VM of its own.
 func (p *Pod) CreateStandalone(ctx context.Context, vm *uvm.Options, c task.Config, scratchDisk string) (*task.Standalone, error) {
 	return task.CreateStandalone(ctx, *p.deps, vm, c, scratchDisk)
+}
+
+// CreateAPISandbox creates the pod's sandbox served through containerd's sandbox API
+// (internal/shim/sandbox; sandboxer = "shim"), which the pod's containers then join as tasks.
+// A shim serves one such sandbox: a second is refused.
+func (p *Pod) CreateAPISandbox(ctx context.Context, c sandbox.Config) (*sandbox.Sandbox, error) {
+	p.mu.Lock()
+	if p.apiSandbox != nil || p.apiCreating {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("sandbox %s: this shim already serves a sandbox: %w", c.ID, errdefs.ErrAlreadyExists)
+	}
+	p.apiCreating = true
+	p.mu.Unlock()
+
+	sb, err := sandbox.Create(ctx, c)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.apiCreating = false
+	if err != nil {
+		return nil, err
+	}
+	p.apiSandbox = sb
+	return sb, nil
+}
+
+// APISandbox returns the pod's sandbox-API sandbox if it is id.
+func (p *Pod) APISandbox(id string) (*sandbox.Sandbox, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.apiSandbox == nil || p.apiSandbox.ID() != id {
+		return nil, fmt.Errorf("sandbox %q: %w", id, errdefs.ErrNotFound)
+	}
+	return p.apiSandbox, nil
+}
+
+// RemoveAPISandbox forgets sb once it was shut down.
+func (p *Pod) RemoveAPISandbox(sb *sandbox.Sandbox) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.apiSandbox == sb {
+		p.apiSandbox = nil
+	}
+}
+
+// Join checks that the task id, naming the pod sandboxID, may join the pod's sandbox-API
+// sandbox (only a ready sandbox takes containers). A task of no such pod is not concerned.
+func (p *Pod) Join(id, sandboxID string) error {
+	p.mu.Lock()
+	sb := p.apiSandbox
+	p.mu.Unlock()
+	if sb == nil || sandboxID != sb.ID() {
+		return nil
+	}
+	return sb.Join(id)
 }
