@@ -28,8 +28,10 @@ var rules = map[string][]string{
 
 	// The shim: the service, then the lifecycle packages under it.
 	"internal/shim": {"internal/atomicfile", "internal/computecore", "internal/hcs", "internal/hcs/schema2",
-		"internal/layers", "internal/oci", "internal/shim/sandbox", "internal/shim/stdio", "internal/shim/task",
-		"internal/uvm", "protocols/diag", "protocols/options", "protocols/stats"},
+		"internal/layers", "internal/oci", "internal/shim/pod", "internal/shim/sandbox", "internal/shim/stdio",
+		"internal/shim/task", "internal/uvm", "protocols/diag", "protocols/options"},
+	// The pod a shim serves: its tasks (one type per kind), its isolation, its VM and its rules.
+	"internal/shim/pod": {"internal/oci", "internal/shim/sandbox", "internal/shim/task", "internal/uvm"},
 	// A sandbox served through containerd's sandbox API: its states and its record on disk; the
 	// pod it owns arrives as an interface from internal/shim.
 	"internal/shim/sandbox": {"internal/atomicfile", "protocols/stats"},
@@ -38,7 +40,7 @@ var rules = map[string][]string{
 		"protocols/options", "protocols/stats"},
 	"internal/shim/stdio": nil,
 	"internal/uvm": {"internal/hcs", "internal/hcs/schema2", "internal/hns", "internal/hns/hcn", "internal/oci",
-		"protocols/options", "protocols/stats"},
+		"protocols/stats"},
 	"internal/oci": {"internal/computenetwork", "internal/hcs/schema2", "internal/winargs", "protocols/options"},
 
 	// Storage: the snapshotter and the layer mounts on the Windows layer format, which is a leaf.

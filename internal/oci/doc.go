@@ -7,5 +7,6 @@
 //
 // It imports internal/hcs/schema2, protocols/options (the runtime options), internal/winargs
 // (command lines) and internal/computenetwork (GUIDs of HNS namespaces and endpoints) and
-// nothing else of runhcs. isolation.go applies the runtime options to a spec and chooses the isolation.
+// nothing else of runhcs. isolation.go applies the runtime options to a spec and chooses the isolation; vm.go
+// sizes a Hyper-V task's utility VM from its annotations and the runtime options (VMSizing).
 package oci

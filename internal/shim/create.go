@@ -18,7 +18,7 @@ import (
 // createTask translates a Create request: it reads the spec and the runtime options, checks
 // and translates them before anything is touched (so a bad spec changes nothing), and hands
 // the result to task.Create, which mounts the layers and creates the compute system.
-func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest) (*task.Task, error) {
+func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest) (task.Task, error) {
 	opts, err := decodeOptions(req.Options)
 	if err != nil {
 		return nil, err
@@ -31,7 +31,7 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 	if spec.Process == nil {
 		return nil, fmt.Errorf("OCI spec of %s: process: missing: %w", req.ID, errdefs.ErrInvalidArgument)
 	}
-	if err := s.joinSandbox(req.ID, spec.Annotations[oci.AnnotationSandboxID]); err != nil {
+	if err := s.pod.Join(req.ID, spec.Annotations[oci.AnnotationSandboxID]); err != nil {
 		return nil, err
 	}
 	oci.ApplyOptions(spec, opts)
@@ -61,9 +61,6 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 	if iso == oci.IsolationHyperV {
 		return s.createHyperV(ctx, req, spec, opts, chain, credSpec)
 	}
-	if err := s.refuseMixedPod(req.ID, spec); err != nil {
-		return nil, err
-	}
 	// The storage path is filled in once the layers are mounted.
 	doc, err := oci.ContainerDocument(spec, "pending-mount", chain.Parents)
 	if err != nil {
@@ -77,7 +74,7 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 	// the process-isolation build check is HCS's ("the OS compute service will return a version
 	// incompatibility error", VirtDocs version-compatibility.md; hcsshim makes no check of its
 	// own either); the shim makes its refusal say what to do (imageMismatch).
-	t, err := task.Create(ctx, s.deps, task.Config{
+	t, err := s.pod.CreateContainer(ctx, spec.Annotations[oci.AnnotationSandboxID], task.Config{
 		ID:       req.ID,
 		Bundle:   req.Bundle,
 		Chain:    chain,
@@ -91,7 +88,10 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 	if errors.Is(err, computecore.HCS_E_IMAGE_MISMATCH) {
 		return nil, s.imageMismatch(ctx, req.ID, err)
 	}
-	return t, err
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // osVersioner is what the shim needs to name the host's build in an error (an *hcs.Client's
@@ -114,17 +114,4 @@ func (s *service) imageMismatch(ctx context.Context, id string, err error) error
 	}
 	return fmt.Errorf("task %s: process isolation runs only images of the host's Windows build (host: %s; from Windows Server 2022 on also those of the previous LTSC build): "+
 		"use an image of the host's build, or Hyper-V isolation (runtime handler runhcs-wcow-hypervisor), which runs older builds: %w", id, host, err)
-}
-
-// joinSandbox checks that a container of the pod whose sandbox this shim serves through the
-// sandbox API may join it (only a ready sandbox takes containers). A task of no such pod is
-// not concerned.
-func (s *service) joinSandbox(id, sandboxID string) error {
-	s.mu.Lock()
-	sb := s.sandbox
-	s.mu.Unlock()
-	if sb == nil || sandboxID != sb.ID() {
-		return nil
-	}
-	return sb.Join(id)
 }

@@ -1,18 +1,15 @@
 package shim
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 
 	"github.com/containerd/errdefs"
 	"github.com/containerd/ttrpc"
 
 	"github.com/openhcs/runhcs/internal/shim/stdio"
-	"github.com/openhcs/runhcs/internal/shim/task"
 	"github.com/openhcs/runhcs/protocols/diag"
 )
 
@@ -44,7 +41,7 @@ func registerDiag(server *ttrpc.Server, s *service) {
 // pod the host is the machine itself, and running arbitrary commands there through the shim's
 // socket is not a diagnostic this shim offers.
 func (d diagService) DiagExecInHost(ctx context.Context, req *diag.ExecProcessRequest) (*diag.ExecProcessResponse, error) {
-	sandbox := d.s.hyperVSandbox()
+	sandbox := d.s.pod.VMSandbox()
 	if sandbox == nil {
 		return nil, fmt.Errorf("exec %q in host: %s: %w", req.GetArgs(), noUtilityVM, errdefs.ErrNotImplemented)
 	}
@@ -62,7 +59,7 @@ func (d diagService) DiagExecInHost(ctx context.Context, req *diag.ExecProcessRe
 
 // DiagShare shares a host folder into the pod's utility VM (hcsshim's uvm.Share).
 func (d diagService) DiagShare(ctx context.Context, req *diag.ShareRequest) (*diag.ShareResponse, error) {
-	sandbox := d.s.hyperVSandbox()
+	sandbox := d.s.pod.VMSandbox()
 	if sandbox == nil {
 		return nil, fmt.Errorf("share %q into the utility VM at %q: %s: %w", req.GetHostPath(), req.GetUvmPath(), noUtilityVM, errdefs.ErrNotImplemented)
 	}
@@ -99,21 +96,17 @@ func goroutineStacks(limit int) string {
 // first (under the task's id, as hcsshim lists it), then the execs by id, each with its state
 // (created, starting, running, paused, stopped, deleted; state.go).
 func (d diagService) DiagTasks(_ context.Context, req *diag.TasksRequest) (*diag.TasksResponse, error) {
-	d.s.mu.Lock()
-	tasks := make([]*task.Task, 0, len(d.s.tasks))
-	for _, t := range d.s.tasks {
-		tasks = append(tasks, t)
-	}
-	d.s.mu.Unlock()
-	slices.SortFunc(tasks, func(a, b *task.Task) int { return cmp.Compare(a.ID(), b.ID()) })
+	tasks := d.s.pod.Tasks() // by id
 
 	resp := &diag.TasksResponse{Tasks: make([]*diag.Task, 0, len(tasks))}
 	for _, t := range tasks {
 		dt := &diag.Task{Id: t.ID()}
 		if req.GetExecs() {
-			dt.Execs = append(dt.Execs, &diag.Exec{Id: t.ID(), State: t.Init().Status().State})
+			if init, err := t.Process(""); err == nil {
+				dt.Execs = append(dt.Execs, &diag.Exec{Id: t.ID(), State: init.Status().State})
+			}
 			for _, e := range t.Execs() { // by exec id
-				dt.Execs = append(dt.Execs, &diag.Exec{Id: e.ExecID(), State: e.Status().State})
+				dt.Execs = append(dt.Execs, &diag.Exec{Id: e.ID(), State: e.Status().State})
 			}
 		}
 		resp.Tasks = append(resp.Tasks, dt)

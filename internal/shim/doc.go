@@ -1,8 +1,9 @@
 // Package shim serves containerd's task API (v2 and v3) for one pod, and its sandbox API
 // (containerd.runtime.sandbox.v1.Sandbox) for a pod run with sandboxer = "shim": RPC
-// translation, the table of its tasks and its sandbox, events and the diag service. Tasks, processes and their state machines
-// live in internal/shim/task, behind methods the service calls; the service never locks a
-// process or sets its state. It drives compute systems through internal/hcs, mounts layers
+// translation, events and the diag service. The pod it serves (its tasks, its isolation, a
+// Hyper-V pod's sandbox and utility VM, and the pod's rules) is internal/shim/pod; tasks,
+// processes and their state machines live in internal/shim/task, one type per kind behind the
+// task.Task interface the service calls; the service never locks a process or sets its state. It drives compute systems through internal/hcs, mounts layers
 // through internal/layers and translates specs through internal/oci. It imports nothing above
 // it (docs/architecture.md, "Import rules").
 //
@@ -23,19 +24,21 @@
 //     same methods as containerd.task.v2.Task, which containerd 1.7 and 2.x call (see start.go).
 //   - sandbox_service.go: the sandbox API, one method per RPC: the pod's sandbox
 //     (internal/shim/sandbox) without a pause container, which the pod's containers join as
-//     tasks (create.go joinSandbox); process-isolated pods only so far (a Hyper-V one is
+//     tasks (pod.Join); process-isolated pods only so far (a Hyper-V one is
 //     refused as not implemented). The start action keeps the runtime options of a sandbox
 //     bundle, which has no config.json, for CreateSandbox.
 //   - create.go: the translation of a Create request (spec, options, layers) into a
-//     task.Config; hyperv.go that of a Hyper-V pod's tasks: the sandbox (its utility VM,
-//     sized from the options and annotations by internal/uvm) and the containers in it.
+//     task.Config, handed to the pod; hyperv.go that of a Hyper-V task: the pod's sandbox (its
+//     utility VM, sized by oci.VMSizing from the options and annotations), a container in the
+//     pod's VM, or a standalone task in a VM of its own.
 //   - events.go: the ordered queue that publishes events to containerd (task.Events).
 //   - tasklog*.go: the shim log pipe containerd dials for each task (Windows), served for the
 //     tasks that joined the pod's shim, whose delete would otherwise wait up to 5 s for it.
 //   - diag.go: the containerd.runhcs.v1.diag.ShimDiag service (stacks, tasks, pid) on the
 //     same ttrpc server; cmd/shimdiag is its client.
 //   - host.go: binds task.Host to an internal/hcs Client (fakes in tests).
-//   - task/: tasks, processes and their lifecycle (see its doc.go).
+//   - pod/: the pod this shim serves: its tasks, its VM and its rules (see its doc.go).
+//   - task/: tasks of each kind, processes and their lifecycle (see its doc.go).
 //   - sandbox/: a sandbox-API sandbox's lifecycle (see its doc.go).
 //   - stdio/: containerd's side of a process's stdio (FIFOs, named pipes, file://, binary://)
 //     and the relay that drains it.

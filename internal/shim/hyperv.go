@@ -35,9 +35,11 @@ type processorCounter interface {
 	HostProcessorCount(ctx context.Context) (uint32, error)
 }
 
-// createHyperV creates a task of a Hyper-V isolated pod: the sandbox (its VM) or a container
-// in the pod's VM. credSpec is the checked credential spec ("" if none).
-func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskRequest, spec *specs.Spec, opts *options.Options, chain *layers.Chain, credSpec string) (*task.Task, error) {
+// createHyperV translates the Create request of a Hyper-V isolated task and hands it to the
+// pod, which creates the task of its kind: the pod's sandbox (its VM), a container in the pod's
+// VM, or, outside a pod, a container in a VM of its own. credSpec is the checked credential
+// spec ("" if none).
+func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskRequest, spec *specs.Spec, opts *options.Options, chain *layers.Chain, credSpec string) (task.Task, error) {
 	kind := spec.Annotations[oci.AnnotationContainerType]
 	sandboxID := spec.Annotations[oci.AnnotationSandboxID]
 	io := stdio.Config{Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, Terminal: req.Terminal}
@@ -53,8 +55,8 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 			// image's, sandboxexec.go).
 			return nil, fmt.Errorf("task %s: windows.credentialSpec on a Hyper-V pod's sandbox, which runs no container: give it to the pod's containers: %w", req.ID, errdefs.ErrInvalidArgument)
 		}
-		if other := s.hyperVSandbox(); other != nil {
-			return nil, fmt.Errorf("task %s: this shim already serves the Hyper-V pod %s: %w", req.ID, other.ID(), errdefs.ErrAlreadyExists)
+		if err := s.pod.CanCreateVMSandbox(req.ID); err != nil {
+			return nil, err
 		}
 		o, err := s.vmOptions(ctx, req.ID, spec, opts, chain)
 		if err != nil {
@@ -66,34 +68,32 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 		if err != nil {
 			return nil, err
 		}
-		sc := task.SandboxConfig{ID: req.ID, Bundle: req.Bundle, VM: o, Process: spec.Process, IO: io, Endpoints: task.OwnEndpoints(spec),
-			Container: &task.Config{ID: req.ID, Bundle: req.Bundle, Chain: chain, Document: doc, Process: spec.Process,
-				Hosted: &task.HostedConfig{ScratchDisk: uvm.ScratchDisk(chain.Scratch)}}}
+		sc := task.SandboxConfig{ID: req.ID, Bundle: req.Bundle, VM: o, IO: io, Endpoints: task.OwnEndpoints(spec),
+			Container:   &task.Config{ID: req.ID, Bundle: req.Bundle, Chain: chain, Document: doc, Process: spec.Process},
+			ScratchDisk: uvm.ScratchDisk(chain.Scratch)}
 		if n := spec.Windows.Network; n != nil {
 			sc.NetworkNamespace = n.NetworkNamespace
 		}
-		return task.CreateSandbox(ctx, s.deps, sc)
+		return s.pod.CreateVMSandbox(ctx, sc)
 	case containerTypeContainer:
-		sandbox, err := s.get(sandboxID)
-		if err != nil || sandbox.VM() == nil {
-			return nil, fmt.Errorf("task %s: annotation %s=%q: no Hyper-V pod sandbox of that id in this shim: %w", req.ID, oci.AnnotationSandboxID, sandboxID, errdefs.ErrFailedPrecondition)
+		if err := s.pod.CanHost(req.ID, sandboxID); err != nil {
+			return nil, err
 		}
 		doc, err := s.hostedDocument(req.ID, spec, chain)
 		if err != nil {
 			return nil, err
 		}
-		return task.Create(ctx, s.deps, task.Config{
+		return s.pod.CreateHosted(ctx, sandboxID, task.Config{
 			ID:       req.ID,
 			Bundle:   req.Bundle,
 			Chain:    chain,
 			Document: doc,
 			Process:  spec.Process,
 			IO:       io,
-			Hosted:   &task.HostedConfig{VM: sandbox.VM(), ScratchDisk: uvm.ScratchDisk(chain.Scratch)},
-			// Refused: the pod's network is its sandbox's (createHosted).
+			// Refused: the pod's network is its sandbox's (task.CreateHosted).
 			Endpoints:      task.OwnEndpoints(spec),
 			CredentialSpec: credSpec,
-		})
+		}, uvm.ScratchDisk(chain.Scratch))
 	}
 	if kind != "" {
 		return nil, fmt.Errorf("task %s: annotation %s=%q: want %q or %q: %w",
@@ -109,7 +109,7 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 	if err != nil {
 		return nil, err
 	}
-	return task.CreateStandalone(ctx, s.deps, o, task.Config{ID: req.ID, Bundle: req.Bundle, Chain: chain, Document: doc, Process: spec.Process, IO: io,
+	return s.pod.CreateStandalone(ctx, o, task.Config{ID: req.ID, Bundle: req.Bundle, Chain: chain, Document: doc, Process: spec.Process, IO: io,
 		Endpoints: task.OwnEndpoints(spec), CredentialSpec: credSpec}, uvm.ScratchDisk(chain.Scratch))
 }
 
@@ -126,10 +126,11 @@ func (s *service) vmOptions(ctx context.Context, id string, spec *specs.Spec, op
 	if err != nil {
 		return nil, fmt.Errorf("task %s: host processors: %w", id, err)
 	}
-	o, err := uvm.NewOptions(id, oci.Owner, spec, opts, n)
+	size, err := oci.VMSizing(spec, opts, n)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
+	o := &uvm.Options{ID: uvm.VMID(id), Owner: oci.Owner, VMSize: size}
 	if o.BootLayer, err = uvm.FindBootLayer(chain.Parents); err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
@@ -149,29 +150,4 @@ func (s *service) hostedDocument(id string, spec *specs.Spec, chain *layers.Chai
 		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
 	return doc, nil
-}
-
-// hyperVSandbox returns the pod's sandbox task if this shim serves a Hyper-V pod.
-func (s *service) hyperVSandbox() *task.Task {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range s.tasks {
-		if t.VM() != nil {
-			return t
-		}
-	}
-	return nil
-}
-
-// refuseMixedPod refuses a process-isolated container in a Hyper-V pod (hcsshim's
-// pod.CreateTask refuses a container whose isolation differs from its pod's).
-func (s *service) refuseMixedPod(id string, spec *specs.Spec) error {
-	sandboxID := spec.Annotations[oci.AnnotationSandboxID]
-	if sandboxID == "" || sandboxID == id {
-		return nil
-	}
-	if t, err := s.get(sandboxID); err == nil && t.VM() != nil {
-		return fmt.Errorf("task %s: a process-isolated container in the Hyper-V pod %s: %w", id, sandboxID, errdefs.ErrFailedPrecondition)
-	}
-	return nil
 }

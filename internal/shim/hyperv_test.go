@@ -392,6 +392,43 @@ func TestHyperVRefusals(t *testing.T) {
 			t.Errorf("create: %v, want FailedPrecondition", err)
 		}
 	})
+	t.Run("second sandbox in the pod's shim", func(t *testing.T) {
+		h := newHarness(t)
+		pause, _, _ := h.hvLayers()
+		if _, err := h.svc.Create(ctx, h.hvBundle("pod", "sandbox", pause)); err != nil {
+			t.Fatal(err)
+		}
+		req := h.hvBundle("pod2", "sandbox", pause)
+		spec, err := task.ReadSpec(req.Bundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Annotations[oci.AnnotationSandboxID] = "pod2"
+		req.Bundle = h.bundle("pod2", spec).Bundle
+		if _, err := h.svc.Create(ctx, req); !errdefs.IsAlreadyExists(err) || !strings.Contains(err.Error(), "Hyper-V pod pod") {
+			t.Errorf("create: %v, want AlreadyExists naming the pod served", err)
+		}
+		if h.host.system("pod2@vm") != nil {
+			t.Error("a second VM was made")
+		}
+	})
+	t.Run("container naming another pod", func(t *testing.T) {
+		h := newHarness(t)
+		pause, app1, _ := h.hvLayers()
+		if _, err := h.svc.Create(ctx, h.hvBundle("pod", "sandbox", pause)); err != nil {
+			t.Fatal(err)
+		}
+		req := h.hvBundle("c1", "container", app1, pause)
+		spec, err := task.ReadSpec(req.Bundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Annotations[oci.AnnotationSandboxID] = "otherpod"
+		req.Bundle = h.bundle("c1", spec).Bundle
+		if _, err := h.svc.Create(ctx, req); !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), "otherpod") {
+			t.Errorf("create: %v, want FailedPrecondition naming the sandbox id", err)
+		}
+	})
 }
 
 // TestHyperVDiag: shimdiag exec runs a process in the pod's VM itself (not in a container),

@@ -72,14 +72,7 @@ type sandboxService struct{ s *service }
 var _ sandboxapi.TTRPCSandboxService = sandboxService{}
 
 // getSandbox returns the shim's sandbox if it is id.
-func (s *service) getSandbox(id string) (*sandbox.Sandbox, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sandbox == nil || s.sandbox.ID() != id {
-		return nil, fmt.Errorf("sandbox %q: %w", id, errdefs.ErrNotFound)
-	}
-	return s.sandbox, nil
-}
+func (s *service) getSandbox(id string) (*sandbox.Sandbox, error) { return s.pod.APISandbox(id) }
 
 func (v sandboxService) CreateSandbox(ctx context.Context, req *sandboxapi.CreateSandboxRequest) (*sandboxapi.CreateSandboxResponse, error) {
 	s := v.s
@@ -110,23 +103,7 @@ func (v sandboxService) CreateSandbox(ctx context.Context, req *sandboxapi.Creat
 		return nil, fmt.Errorf("sandbox %s: %w", req.SandboxID, err)
 	}
 
-	s.mu.Lock()
-	if s.sandbox != nil || s.sandboxCreating {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("sandbox %s: this shim already serves a sandbox: %w", req.SandboxID, errdefs.ErrAlreadyExists)
-	}
-	s.sandboxCreating = true
-	s.mu.Unlock()
-
-	sb, err := sandbox.Create(ctx, sandbox.Config{ID: req.SandboxID, Bundle: req.BundlePath, Kind: sandbox.KindProcess, NetNS: req.NetnsPath, Pod: pod})
-
-	s.mu.Lock()
-	s.sandboxCreating = false
-	if err == nil {
-		s.sandbox = sb
-	}
-	s.mu.Unlock()
-	if err != nil {
+	if _, err := s.pod.CreateAPISandbox(ctx, sandbox.Config{ID: req.SandboxID, Bundle: req.BundlePath, Kind: sandbox.KindProcess, NetNS: req.NetnsPath, Pod: pod}); err != nil {
 		return nil, err
 	}
 	return &sandboxapi.CreateSandboxResponse{}, nil
@@ -224,11 +201,7 @@ func (v sandboxService) ShutdownSandbox(ctx context.Context, req *sandboxapi.Shu
 	if err := sb.Shutdown(ctx); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	if s.sandbox == sb {
-		s.sandbox = nil
-	}
-	s.mu.Unlock()
+	s.pod.RemoveAPISandbox(sb)
 	s.exitIfIdle()
 	return &sandboxapi.ShutdownSandboxResponse{}, nil
 }

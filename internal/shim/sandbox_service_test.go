@@ -206,7 +206,7 @@ func TestCreateSandboxRefuses(t *testing.T) {
 			if err == nil || !c.kind(err) || !strings.Contains(err.Error(), c.field) {
 				t.Fatalf("CreateSandbox: %v; want one naming %q", err, c.field)
 			}
-			if sandbox.IsBundle(r.BundlePath) || h.svc.sandbox != nil {
+			if sandbox.IsBundle(r.BundlePath) || h.svc.pod.Len() > 0 {
 				t.Fatal("a refused CreateSandbox left a sandbox")
 			}
 		})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 
 	eventstypes "github.com/containerd/containerd/api/events"
 	taskapi "github.com/containerd/containerd/api/runtime/task/v3"
@@ -19,33 +18,25 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/oci"
-	"github.com/openhcs/runhcs/internal/shim/sandbox"
+	"github.com/openhcs/runhcs/internal/shim/pod"
 	"github.com/openhcs/runhcs/internal/shim/stdio"
 	"github.com/openhcs/runhcs/internal/shim/task"
-	"github.com/openhcs/runhcs/protocols/stats"
 )
 
 // Version is reported by Connect.
 const Version = "runhcs-shim-v1"
 
-// service is the task service of one shim, that is of one pod: every task in it.
-// It translates RPCs and keeps the table of tasks; the tasks and their processes own their
+// service is the task service of one shim, that is of one pod (internal/shim/pod, which owns
+// its tasks and its rules). It translates RPCs; the tasks and their processes own their
 // lifecycle (internal/shim/task), so the service never locks a process or sets its state.
 type service struct {
 	deps     task.Deps // given to every task: the shim's context, host, mounter, event sink
+	pod      *pod.Pod
 	events   *eventQueue
 	shutdown shutdown.Service
 	logs     taskLogs // the log pipes of the tasks that joined this shim
 
-	mu       sync.Mutex
-	tasks    map[string]*task.Task
-	creating map[string]struct{} // ids being created, reserved without holding mu across HCS calls
-	// sandbox is the pod's sandbox when containerd runs it through the sandbox API
-	// (sandbox_service.go); sandboxCreating reserves it while CreateSandbox runs.
-	sandbox         *sandbox.Sandbox
-	sandboxCreating bool
 }
 
 var _ taskapi.TTRPCTaskService = (*service)(nil)
@@ -57,13 +48,12 @@ func newService(ctx context.Context, host task.Host, lm task.Mounter, publisher 
 		deps:     task.Deps{Ctx: ctx, Namespace: ns, Host: host, Mounter: lm, Events: q, HNS: task.DefaultHNS},
 		events:   q,
 		shutdown: sd,
-		tasks:    map[string]*task.Task{},
-		creating: map[string]struct{}{},
 		logs:     taskLogs{open: openTaskLog},
 	}
 	if g, ok := host.(task.CredentialGuards); ok {
 		s.deps.CCG = g
 	}
+	s.pod = pod.New(&s.deps)
 	if sd != nil {
 		sd.RegisterCallback(func(context.Context) error {
 			s.events.close()
@@ -74,17 +64,9 @@ func newService(ctx context.Context, host task.Host, lm task.Mounter, publisher 
 	return s
 }
 
-func (s *service) get(id string) (*task.Task, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.tasks[id]
-	if !ok {
-		return nil, fmt.Errorf("task %q: %w", id, errdefs.ErrNotFound)
-	}
-	return t, nil
-}
+func (s *service) get(id string) (task.Task, error) { return s.pod.Get(id) }
 
-func (s *service) getProcess(id, execID string) (*task.Task, *task.Process, error) {
+func (s *service) getProcess(id, execID string) (task.Task, task.Proc, error) {
 	t, err := s.get(id)
 	if err != nil {
 		return nil, nil, err
@@ -100,28 +82,18 @@ func (s *service) Create(ctx context.Context, req *taskapi.CreateTaskRequest) (*
 	if req.Checkpoint != "" || req.ParentCheckpoint != "" {
 		return nil, fmt.Errorf("create %s from a checkpoint: Windows containers cannot be checkpointed: %w", req.ID, errdefs.ErrNotImplemented)
 	}
-	s.mu.Lock()
-	if _, ok := s.tasks[req.ID]; ok {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("task %q: %w", req.ID, errdefs.ErrAlreadyExists)
+	if err := s.pod.Reserve(req.ID); err != nil {
+		return nil, err
 	}
-	if _, ok := s.creating[req.ID]; ok {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("task %q is being created: %w", req.ID, errdefs.ErrAlreadyExists)
-	}
-	s.creating[req.ID] = struct{}{}
-	s.mu.Unlock()
 
 	// Served from the start: containerd waits for its dial also when the create fails.
 	s.logs.serve(ctx, s.deps.Namespace, req.ID)
 	t, err := s.createTask(ctx, req)
 
-	s.mu.Lock()
-	delete(s.creating, req.ID)
-	if err == nil {
-		s.tasks[req.ID] = t
+	if err != nil {
+		t = nil
 	}
-	s.mu.Unlock()
+	s.pod.Commit(req.ID, t)
 	if err != nil {
 		s.logs.close(req.ID)
 		return nil, err
@@ -183,9 +155,7 @@ func (s *service) Delete(ctx context.Context, req *taskapi.DeleteRequest) (*task
 		return nil, err
 	}
 	if req.ExecID == "" {
-		s.mu.Lock()
-		delete(s.tasks, t.ID())
-		s.mu.Unlock()
+		s.pod.Remove(t.ID())
 		s.logs.close(t.ID())
 		s.events.Send(runtime.TaskDeleteEventTopic, &eventstypes.TaskDelete{
 			ContainerID: t.ID(),
@@ -365,69 +335,25 @@ func (s *service) Stats(ctx context.Context, req *taskapi.StatsRequest) (*taskap
 	if err != nil {
 		return nil, err
 	}
-	// A Hyper-V pod's sandbox task reports its utility VM only (hcsshim's
-	// task_wcow_podsandbox.go Stats): it is no container.
-	if vm, err := t.VMStatistics(ctx); err != nil {
-		return nil, err
-	} else if vm != nil {
-		a, err := typeurl.MarshalAnyToProto(&stats.Statistics{Vm: vm})
-		if err != nil {
-			return nil, err
-		}
-		return &taskapi.StatsResponse{Stats: a}, nil
-	}
-	st, err := t.Statistics(ctx)
+	// Each kind reports what it is: a container its compute system, a Hyper-V pod's sandbox
+	// its utility VM only (hcsshim's task_wcow_podsandbox.go Stats).
+	st, err := t.Stats(ctx)
 	if err != nil {
 		return nil, err
 	}
-	a, err := typeurl.MarshalAnyToProto(toStats(st))
+	a, err := typeurl.MarshalAnyToProto(st)
 	if err != nil {
 		return nil, err
 	}
 	return &taskapi.StatsResponse{Stats: a}, nil
 }
 
-// toStats converts HCS statistics (times in 100ns units) to containerd.runhcs.stats.v1
-// (times in ns), as hcsshim does.
-func toStats(st *schema2.Statistics) *stats.Statistics {
-	w := &stats.WindowsContainerStatistics{
-		UptimeNs: st.Uptime100ns * 100,
-	}
-	if !st.Timestamp.IsZero() {
-		w.Timestamp = timestamppb.New(st.Timestamp)
-	}
-	if !st.ContainerStartTime.IsZero() {
-		w.ContainerStartTime = timestamppb.New(st.ContainerStartTime)
-	}
-	if p := st.Processor; p != nil {
-		w.Processor = &stats.WindowsContainerProcessorStatistics{
-			TotalRuntimeNs:  p.TotalRuntime100ns * 100,
-			RuntimeUserNs:   p.RuntimeUser100ns * 100,
-			RuntimeKernelNs: p.RuntimeKernel100ns * 100,
-		}
-	}
-	if m := st.Memory; m != nil {
-		w.Memory = &stats.WindowsContainerMemoryStatistics{
-			MemoryUsageCommitBytes:            m.MemoryUsageCommitBytes,
-			MemoryUsageCommitPeakBytes:        m.MemoryUsageCommitPeakBytes,
-			MemoryUsagePrivateWorkingSetBytes: m.MemoryUsagePrivateWorkingSetBytes,
-		}
-	}
-	if s := st.Storage; s != nil {
-		w.Storage = &stats.WindowsContainerStorageStatistics{
-			ReadCountNormalized:  s.ReadCountNormalized,
-			ReadSizeBytes:        s.ReadSizeBytes,
-			WriteCountNormalized: s.WriteCountNormalized,
-			WriteSizeBytes:       s.WriteSizeBytes,
-		}
-	}
-	return &stats.Statistics{Container: &stats.Statistics_Windows{Windows: w}}
-}
-
 func (s *service) Connect(ctx context.Context, req *taskapi.ConnectRequest) (*taskapi.ConnectResponse, error) {
 	resp := &taskapi.ConnectResponse{ShimPid: uint32(os.Getpid()), Version: Version}
 	if t, err := s.get(req.ID); err == nil {
-		resp.TaskPid = t.Init().Status().Pid
+		if p, err := t.Process(""); err == nil {
+			resp.TaskPid = p.Status().Pid
+		}
 	}
 	return resp, nil
 }
@@ -440,13 +366,7 @@ func (s *service) Shutdown(ctx context.Context, req *taskapi.ShutdownRequest) (*
 // exitIfIdle ends the shim unless it still serves something. One shim serves a pod: it stays
 // while any task of the pod is left, or the pod's sandbox (until ShutdownSandbox).
 func (s *service) exitIfIdle() {
-	s.mu.Lock()
-	n := len(s.tasks) + len(s.creating)
-	if s.sandbox != nil || s.sandboxCreating {
-		n++
-	}
-	s.mu.Unlock()
-	if n > 0 {
+	if s.pod.Len() > 0 {
 		return
 	}
 	if s.shutdown != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,15 +54,17 @@ func newHarness(t *testing.T) *harness {
 // process), so that the relays close the log files in h.dir before t.TempDir removes it
 // (Windows cannot remove an open file) and no relay outlives its test.
 func (h *harness) endTasks() {
-	h.svc.mu.Lock()
-	tasks := slices.Collect(maps.Values(h.svc.tasks))
-	h.svc.mu.Unlock()
+	tasks := h.svc.pod.Tasks()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, tk := range tasks {
 		// Errors are expected here: a process that already exited cannot be killed.
 		_, _ = h.svc.Kill(ctx, &taskapi.KillRequest{ID: tk.ID(), Signal: 9, All: true})
-		for _, p := range append(tk.Execs(), tk.Init()) {
+		init, err := tk.Process("")
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for _, p := range append(tk.Execs(), init) {
 			if _, err := p.Wait(ctx); err != nil {
 				h.t.Errorf("process %s of task %s did not end after kill --all: %v", p.ID(), tk.ID(), err)
 			}

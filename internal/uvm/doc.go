@@ -5,14 +5,14 @@
 //
 // # Lifecycle
 //
-// A pod's VM is made for its sandbox task. NewOptions reads its size from the sandbox spec's
+// A pod's VM is made for its sandbox task. Its Options are typed and already checked: the size
+// comes from internal/oci (oci.VMSizing reads the sandbox spec's
 // io.microsoft.virtualmachine.computetopology.* annotations, then the runtime options
 // (vm_memory_size_in_mb, vm_processor_count), then spec.windows.resources, then hcsshim's
-// defaults (1024 MB rounded up to an even number, 2 processors clamped to the host's logical
-// processors, overcommit on), refusing bad values by field and value. Document builds the VM
-// document: it boots from the pause image's uppermost layer that has a UtilityVM folder (its
-// UtilityVM\Files is the VSMB share "os", booted through VmbFs), with the utility VM scratch
-// of the sandbox snapshot at SCSI controller 0, LUN 0, when there is one.
+// defaults, refusing bad values by field and value), the boot layer from FindBootLayer.
+// Document builds the VM document: it boots from the pause image's uppermost layer that has a
+// UtilityVM folder (its UtilityVM\Files is the VSMB share "os", booted through VmbFs), with the
+// utility VM scratch of the sandbox snapshot at SCSI controller 0, LUN 0, when there is one.
 //
 // Create creates the compute system <pod id>@vm; Start starts it; from then on the VM is
 // running until Terminate, or until it exits by itself (a crash: Exited is closed). Close
@@ -46,7 +46,7 @@
 // a release that fails because the VM is gone must not leave a task undeletable).
 //
 // It imports internal/hcs/schema2, internal/hcs (to recognise "gone" errors), internal/oci
-// (layer ids), internal/hns and its documents (a namespace's endpoints) and the protocols;
-// nothing above them. The interfaces it needs of a
-// compute system are in types.go.
+// (layer ids, the VM size), internal/hns and its documents (a namespace's endpoints) and
+// protocols/stats; nothing above them. The interfaces it needs of a compute system are in
+// types.go.
 package uvm

@@ -16,6 +16,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/oci"
 	"github.com/openhcs/runhcs/protocols/options"
 )
 
@@ -55,11 +56,11 @@ func TestDocument(t *testing.T) {
 		{name: "one-cpu-host", host: 1},
 		{name: "runtime-options", opts: &options.Options{VmProcessorCount: 4, VmMemorySizeInMb: 2047}, host: 8, disk: `C:\snapshots\1\vm\sandbox.vhdx`},
 		{name: "annotations", annot: map[string]string{
-			AnnotationMemorySizeInMB:        "3000",
-			AnnotationProcessorCount:        "16",
-			AnnotationProcessorLimit:        "50000",
-			AnnotationProcessorWeight:       "200",
-			AnnotationFullyPhysicallyBacked: "true",
+			oci.AnnotationVMMemorySizeInMB:        "3000",
+			oci.AnnotationVMProcessorCount:        "16",
+			oci.AnnotationVMProcessorLimit:        "50000",
+			oci.AnnotationVMProcessorWeight:       "200",
+			oci.AnnotationVMFullyPhysicallyBacked: "true",
 		}, opts: &options.Options{VmProcessorCount: 4, VmMemorySizeInMb: 2048}, host: 8},
 		{name: "spec-resources", res: &specs.WindowsResources{
 			Memory: &specs.WindowsMemoryResources{Limit: u64(512 << 20)},
@@ -69,10 +70,11 @@ func TestDocument(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &specs.Spec{Annotations: tc.annot, Windows: &specs.Windows{Resources: tc.res}}
-			o, err := NewOptions("pod1", "containerd-shim-runhcs-v1", s, tc.opts, tc.host)
+			size, err := oci.VMSizing(s, tc.opts, tc.host)
 			if err != nil {
-				t.Fatalf("NewOptions: %v", err)
+				t.Fatalf("VMSizing: %v", err)
 			}
+			o := &Options{ID: VMID("pod1"), Owner: "containerd-shim-runhcs-v1", VMSize: size}
 			o.BootLayer = filepath.FromSlash("/layers/pause-base")
 			o.ScratchDisk = tc.disk
 			got, err := json.MarshalIndent(o.Document(), "", "  ")
@@ -83,32 +85,6 @@ func TestDocument(t *testing.T) {
 			bootFiles, _ := json.Marshal(o.BootFiles())
 			got = bytes.ReplaceAll(got, bootFiles, []byte(`"<pause layer>/UtilityVM/Files"`))
 			golden(t, filepath.Join("testdata", "vm-"+tc.name+".json"), append(got, '\n'))
-		})
-	}
-}
-
-func TestOptionsErrors(t *testing.T) {
-	tests := []struct {
-		name  string
-		annot map[string]string
-		opts  *options.Options
-		named string
-	}{
-		{"memory not a number", map[string]string{AnnotationMemorySizeInMB: "lots"}, nil, AnnotationMemorySizeInMB + `="lots"`},
-		{"memory zero", map[string]string{AnnotationMemorySizeInMB: "0"}, nil, "0 MB"},
-		{"negative option", nil, &options.Options{VmMemorySizeInMb: -5}, "vm_memory_size_in_mb=-5"},
-		{"cpu zero", map[string]string{AnnotationProcessorCount: "0"}, nil, AnnotationProcessorCount + "=0"},
-		{"cpu limit out of range", map[string]string{AnnotationProcessorLimit: "100001"}, nil, AnnotationProcessorLimit + `="100001"`},
-		{"cpu weight out of range", map[string]string{AnnotationProcessorWeight: "-1"}, nil, AnnotationProcessorWeight + `="-1"`},
-		{"overcommit not a bool", map[string]string{AnnotationAllowOvercommit: "maybe"}, nil, AnnotationAllowOvercommit + `="maybe"`},
-		{"deferred without overcommit", map[string]string{AnnotationAllowOvercommit: "false", AnnotationEnableDeferredCommit: "true"}, nil, AnnotationEnableDeferredCommit},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewOptions("pod", "o", &specs.Spec{Annotations: tc.annot}, tc.opts, 4)
-			if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), tc.named) {
-				t.Errorf("NewOptions: %v, want InvalidArgument naming %q", err, tc.named)
-			}
 		})
 	}
 }
@@ -140,11 +116,11 @@ func TestFindBootLayer(t *testing.T) {
 
 func startVM(t *testing.T) (*VM, *fakeSystem) {
 	t.Helper()
-	o, err := NewOptions("pod", "owner", &specs.Spec{}, nil, 4)
+	size, err := oci.VMSizing(&specs.Spec{}, nil, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.BootLayer, o.ScratchDisk = "/l/base", "/s/vm"
+	o := &Options{ID: VMID("pod"), Owner: "owner", VMSize: size, BootLayer: "/l/base", ScratchDisk: "/s/vm"}
 	h := &fakeHost{}
 	vm, err := Create(context.Background(), h, o)
 	if err != nil {

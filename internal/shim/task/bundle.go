@@ -16,6 +16,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/layers"
 	"github.com/openhcs/runhcs/internal/oci"
+	"github.com/openhcs/runhcs/internal/uvm"
 
 	"github.com/openhcs/runhcs/internal/atomicfile"
 )
@@ -33,7 +34,7 @@ type bundleState struct {
 	// InitPid is the init process's pid once it started, so that the delete action reports the
 	// exit of that pid (as runc's shim does) rather than of pid 0.
 	InitPid uint32 `json:"initPid,omitempty"`
-	// VMID is the utility VM a standalone Hyper-V task owns (uvm.go), ended with it.
+	// VMID is the utility VM a standalone Hyper-V task owns (hosted.go), ended with it.
 	VMID string `json:"vmId,omitempty"`
 	// Namespace is the HNS namespace the shim made for the task's endpoint list, and
 	// Endpoints those endpoints (network.go); empty when CRI made the namespace.
@@ -119,13 +120,17 @@ type resources struct {
 	vmRelease []func(context.Context) error
 	// ccg is the Container Credential Guard instance of the task (ccg.go).
 	ccg string
+	// vm is the utility VM the task owns (a VM sandbox's, a standalone task's): stopped once
+	// what was borrowed from it was given back, and closed with the task.
+	vm *uvm.VM
 }
 
 // release is the one path that ends what a task holds, in reverse order of acquisition: the
-// compute system is terminated (one already gone is fine), the layers unmounted, the HNS
-// namespace made for the task's endpoints removed, and, only when all that worked, the system's handle closed and the bundle's state removed, so that a
-// failure leaves the state for a retry (the next Delete, or the delete action after a crash).
-// It is idempotent.
+// compute system is terminated (one already gone is fine), what it borrowed from a utility VM
+// given back, the VM it owns stopped, the layers unmounted, the HNS namespace made for the
+// task's endpoints removed, the Container Credential Guard instance removed, and, only when all
+// that worked, the handles closed and the bundle's state removed, so that a failure leaves the
+// state for a retry (the next Delete, or the delete action after a crash). It is idempotent.
 func release(ctx context.Context, deps Deps, r resources) error {
 	var errs []error
 	if r.sys != nil || r.systemID != "" {
@@ -136,6 +141,15 @@ func release(ctx context.Context, deps Deps, r resources) error {
 	for i := len(r.vmRelease) - 1; i >= 0; i-- {
 		if err := r.vmRelease[i](ctx); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if r.vm != nil {
+		// The VM's Terminate removes its network first. When its handle fails otherwise, HCS
+		// is asked afresh by id, as for a container (terminateSystem).
+		if err := r.vm.Terminate(ctx); err != nil {
+			if ferr := terminateSystem(ctx, deps.Host, nil, r.vm.ID()); ferr != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if r.chain != nil {
@@ -158,6 +172,9 @@ func release(ctx context.Context, deps Deps, r resources) error {
 	}
 	if r.sys != nil {
 		_ = r.sys.Close()
+	}
+	if r.vm != nil {
+		_ = r.vm.Close()
 	}
 	if r.bundle != "" {
 		return removeBundleState(r.bundle)

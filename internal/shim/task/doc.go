@@ -1,10 +1,14 @@
-// Package task owns the lifecycle of a shim's tasks (Windows containers, process-isolated or
-// hosted in a Hyper-V pod's utility VM, and such a pod's sandbox) and of their processes: the
-// state machines, the locks that guard them, and the HCS calls and events that go with each
-// transition. The shim's task service (internal/shim) translates RPCs
-// into calls of this package's methods (Task.Start, Task.Kill, Task.Delete, Process.Wait, …)
-// and never sees a lock or a state; the compiler keeps it out, as in containerd's runc shim,
-// whose task service never locks a process.
+// Package task owns the lifecycle of a shim's tasks and of their processes: the state
+// machines, the locks that guard them, and the HCS calls and events that go with each
+// transition. A task is one of four kinds, each its own type behind the one Task interface
+// (after hcsshim's shimTask): Container (process-isolated), HostedContainer (a container of a
+// Hyper-V pod, in the pod's utility VM), VMSandbox (a Hyper-V pod's sandbox, which is the pod's
+// utility VM) and Standalone (a Hyper-V task outside a pod, in a VM of its own). The pod that
+// chooses the kind and hands a hosted container its VM is internal/shim/pod. The shim's task
+// service (internal/shim) translates RPCs into calls of Task's methods (Start, Kill, Delete,
+// Process(id).Wait, …) and never sees a lock, a state or a kind; the compiler keeps it out, as
+// in containerd's runc shim, whose task service never locks a process. A new kind (a
+// HostProcess job container, the sandbox API's Hyper-V sandbox) is a new type implementing Task.
 //
 // Files:
 //
@@ -13,13 +17,24 @@
 //     with the next state or an error naming the illegal transition, and every question callers
 //     ask (may the console be resized? may the task be deleted while this exec is here?).
 //     Nothing outside state.go asks which state a process is in.
-//   - process.go: a process; its mu guards its state, and every transition is committed
-//     through Process.transition. No lock is held across an HCS call: a call is made after a
-//     transition into an intermediate state (starting) or after a check (kill, pause), and
-//     its outcome committed afterwards. Exactly one TaskExit per process, published after its
+//   - life.go: what every process shares whatever runs it (Proc, the service's view of it):
+//     its state, committed through life.transition, its exit and its one TaskExit. No lock is
+//     held across an HCS call: a call is made after a transition into an intermediate state
+//     (starting) or after a check (kill, pause), and its outcome committed afterwards.
+//   - process.go: a process in a compute system (a container's init process or an exec),
+//     created in the system its task names (processHost); its TaskExit is published after its
 //     stdio was drained.
-//   - task.go: a task, its execs, and what happens when its init process exits (the execs are
-//     killed, the compute system terminated).
+//   - task.go: the Task interface and base, what every kind shares: the init process, the
+//     execs, start, kill, delete, and the end of the execs when the init process exits.
+//   - container.go: systemTask, what the kinds that are a compute system share (pause, pids,
+//     update, stats, release on delete), and Container, a process-isolated container.
+//   - hosted.go: HostedContainer and Standalone: containers hosted in a utility VM, whose
+//     layers, scratch, mounts and pipes are borrowed from it and given back in reverse order on
+//     release; a hosted container never stops its pod's VM, a standalone task owns its VM and
+//     stops it last; the VM's exit ends every process of the task with one TaskExit each.
+//   - vmsandbox.go: VMSandbox, a Hyper-V pod's sandbox: the pod's utility VM (internal/uvm),
+//     which it owns and networks; its init is the VM's life (vmInit: pid 0, a kill stops the
+//     VM), not a process; its Update resizes the VM and its stats are the VM's.
 //   - bundle.go: what a task records in its bundle for the delete action, and release, the one
 //     path that ends what a task holds (terminate the compute system, a gone one being fine;
 //     unmount the layers; remove the HNS namespace and the Container Credential Guard instance
@@ -31,12 +46,6 @@
 //     (transport LRPC for process isolation; HvSocket in a utility VM, whose HvSocket service
 //     table then carries the instance's service while the task lives), recorded in the bundle
 //     state before it is made.
-//   - uvm.go: Hyper-V isolated pods (hcsshim's model): the sandbox task, which is the pod's
-//     utility VM (internal/uvm) and no container (its init "process" is the VM's life; kill
-//     stops the VM); containers hosted in that VM, whose layers, scratch, mounts and pipes
-//     are borrowed from it and given back in reverse order on release, and which never stop
-//     it; a Hyper-V task outside a pod, which owns a VM of its own (stopped last on release);
-//     and the VM's exit, which ends every process of the pod with one TaskExit each.
 //   - sandboxexec.go: execs in a Hyper-V pod's sandbox (containerd 1.7's port-forward runs
 //     wincat.exe there): they run in the sandbox's own container, hosted in the VM from the
 //     sandbox's image and spec at the first exec, and released before the VM.

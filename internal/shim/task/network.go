@@ -22,7 +22,7 @@ import (
 // namespace, so a torn-down task leaves no endpoint attached. The namespace's id is recorded
 // in the bundle state first, so the delete action cleans up after a crash too.
 //
-// A Hyper-V pod's network is its utility VM's (uvm.go networkVM): the sandbox's namespace (or
+// A Hyper-V pod's network is its utility VM's (hosted.go networkVM): the sandbox's namespace (or
 // one made for its endpoint list) is added to the VM with its endpoints as NICs, and the pod's
 // containers, which name that namespace, need nothing more; a container of the pod with an
 // endpoint list of its own is refused. A Hyper-V task outside a pod networks its own VM alike.

@@ -1,18 +1,14 @@
 package task
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
-	eventstypes "github.com/containerd/containerd/api/events"
-	tasktypes "github.com/containerd/containerd/api/types/task"
-	"github.com/containerd/containerd/v2/core/runtime"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/openhcs/runhcs/internal/hcs"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
@@ -28,35 +24,44 @@ const exitCodeUnknown = 255
 // reports 1 for it, as Windows does for a terminated process).
 const exitCodeKilledCreated = 1
 
-// Process is a task's init process (exec id "") or one of its execs. Its state and what
-// belongs to it are guarded by mu, which only this file takes; every change of state goes
-// through transition.
+// Process is a process in a compute system: the init process of a container (exec id "") or
+// one of a task's execs. Its lifecycle (state, exit, TaskExit) is its life, whose mu also
+// guards hp and relay; only this file and life.go take it.
 type Process struct {
-	task   *Task
+	life
+	host   processHost
 	execID string
 	spec   *specs.Process
 	io     stdio.Config
 
-	mu         sync.Mutex
-	state      procState
-	pid        uint32
-	hp         HCSProcess
-	relay      *stdio.Relay
-	exitStatus uint32
-	exitedAt   time.Time
-
-	exitOnce sync.Once
-	done     chan struct{} // closed once the exit was recorded and its TaskExit published
+	hp    HCSProcess
+	relay *stdio.Relay
 }
 
-func newProcess(t *Task, execID string, spec *specs.Process, io stdio.Config) *Process {
-	return &Process{task: t, execID: execID, spec: spec, io: io, state: createdState{}, done: make(chan struct{})}
+// processHost is what a process needs of the task it belongs to, whatever its kind: the
+// compute system to create it in and whose exit ends it, and, for an init process, what
+// happens when it exits.
+type processHost interface {
+	taskID() string
+	taskDeps() Deps
+	// processSystem is the compute system the process execID is created in.
+	processSystem(ctx context.Context, execID string) (System, error)
+	// systemExited is closed when the system the process runs in stopped.
+	systemExited() <-chan struct{}
+	// afterInitExit runs when the task's init process exited, before its exit is published.
+	afterInitExit(ctx context.Context)
+}
+
+func newProcess(h processHost, execID string, spec *specs.Process, io stdio.Config) *Process {
+	p := &Process{host: h, execID: execID, spec: spec, io: io}
+	p.life.init(h.taskDeps().Events, h.taskID(), p.ID())
+	return p
 }
 
 // ID is the process's id in events: the exec id, or the container id for the init process.
 func (p *Process) ID() string {
 	if p.execID == "" {
-		return p.task.id
+		return p.host.taskID()
 	}
 	return p.execID
 }
@@ -66,85 +71,6 @@ func (p *Process) ExecID() string { return p.execID }
 
 // IO is the stdio the client set up for the process.
 func (p *Process) IO() stdio.Config { return p.io }
-
-func (p *Process) logger(ctx context.Context) *log.Entry {
-	e := log.G(ctx).WithField("task", p.task.id)
-	if p.execID != "" {
-		e = e.WithField("exec", p.execID)
-	}
-	return e
-}
-
-// transition applies one operation of the current state and commits its result. p.mu is held.
-func (p *Process) transition(op func(procState) (procState, error)) error {
-	next, err := op(p.state)
-	if err != nil {
-		return err
-	}
-	p.state = next
-	return nil
-}
-
-// ask returns the current state's answer to a question (canExec, canDeleteTask).
-func (p *Process) ask(question func(procState) error) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return question(p.state)
-}
-
-// check reports whether op is legal now, without committing it: for an operation whose HCS
-// call is made without the lock and committed afterwards with commitFrom.
-func (p *Process) check(op func(procState) (procState, error)) (from procState, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, err = op(p.state)
-	return p.state, err
-}
-
-// commitFrom commits op, checked legal from the state from, unless the state changed since
-// (the process exited meanwhile: stopped wins). It reports whether op was committed.
-func (p *Process) commitFrom(from procState, op func(procState) (procState, error)) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.state == from && p.transition(op) == nil
-}
-
-// delete commits the delete transition and returns the final status.
-func (p *Process) delete() (Status, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	err := p.transition(procState.delete)
-	return p.statusLocked().deletedStatus(), err
-}
-
-// Status is a process's state as the task API reports it.
-type Status struct {
-	State      string // the lifecycle state: created, starting, running, paused, stopped, deleted
-	Status     tasktypes.Status
-	Pid        uint32
-	ExitStatus uint32
-	ExitedAt   time.Time // zero until it exited
-}
-
-// Status returns the process's current status.
-func (p *Process) Status() Status {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.statusLocked()
-}
-
-func (p *Process) statusLocked() Status {
-	return Status{State: p.state.String(), Status: p.state.Status(), Pid: p.pid, ExitStatus: p.exitStatus, ExitedAt: p.exitedAt}
-}
-
-// deletedStatus is the status Delete reports: a process deleted without ever running reports
-// now as its exit time.
-func (st Status) deletedStatus() Status {
-	if st.ExitedAt.IsZero() {
-		st.ExitedAt = time.Now()
-	}
-	return st
-}
 
 // start creates the process in the task's compute system and starts relaying its stdio. The
 // caller publishes the start event and then calls watch.
@@ -174,7 +100,7 @@ func (p *Process) start(ctx context.Context) (uint32, error) {
 	p.mu.Unlock()
 	if err != nil {
 		// Killed while starting (it was created then, and its exit recorded): it must not run.
-		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.task.deps.callTimeout())
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.host.taskDeps().callTimeout())
 		_, _ = hp.Kill(kctx)
 		cancel()
 		relay.Abort()
@@ -186,26 +112,23 @@ func (p *Process) start(ctx context.Context) (uint32, error) {
 }
 
 func (p *Process) launch(ctx context.Context) (HCSProcess, *stdio.Relay, error) {
-	t := p.task
+	deps := p.host.taskDeps()
 	params, err := oci.ProcessParameters(p.spec, oci.Stdio{Stdin: p.io.Stdin != "", Stdout: p.io.Stdout != "", Stderr: p.io.Stderr != ""})
 	if err != nil {
 		return nil, nil, err
 	}
 	// Opening an output FIFO waits for containerd's client to open its reader, bounded by
 	// this request (as runc's shim does); stdin keeps opening in the background on its own.
-	up, err := stdio.Open(ctx, t.deps.Namespace, p.ID(), p.io)
+	up, err := stdio.Open(ctx, deps.Namespace, p.ID(), p.io)
 	if err != nil {
 		return nil, nil, fmt.Errorf("stdio of %s: %w", p.ID(), err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, t.deps.createTimeout())
+	cctx, cancel := context.WithTimeout(ctx, deps.createTimeout())
 	defer cancel()
-	sys := t.sys
-	if p.execID != "" && t.sboxCtr != nil {
-		// An exec in a Hyper-V pod's sandbox runs in the sandbox's container (sandboxexec.go).
-		if sys, err = t.sandboxSystem(cctx); err != nil {
-			_ = up.Close()
-			return nil, nil, fmt.Errorf("create process %s in task %s: %w", p.ID(), t.id, err)
-		}
+	sys, err := p.host.processSystem(cctx, p.execID)
+	if err != nil {
+		_ = up.Close()
+		return nil, nil, fmt.Errorf("create process %s in task %s: %w", p.ID(), p.host.taskID(), err)
 	}
 	hp, err := sys.CreateProcess(cctx, params)
 	if err != nil {
@@ -213,7 +136,7 @@ func (p *Process) launch(ctx context.Context) (HCSProcess, *stdio.Relay, error) 
 		return nil, nil, fmt.Errorf("create process %s in compute system %q: %w", p.ID(), sys.ID(), err)
 	}
 	in, out, errw := hp.Stdio()
-	sctx := t.deps.Ctx
+	sctx := deps.Ctx
 	relay := stdio.NewRelay(log.WithLogger(sctx, p.logger(sctx)), up, stdio.Process{Stdin: in, Stdout: out, Stderr: errw})
 	return hp, relay, nil
 }
@@ -227,13 +150,13 @@ func (p *Process) watch(ctx context.Context, beforeExit func(context.Context)) {
 	p.mu.Unlock()
 	select {
 	case <-hp.Exited():
-	case <-p.task.sys.Exited():
+	case <-p.host.systemExited():
 		// The compute system stopped (or the HCS service went away): its processes are gone
 		// too. HCS may report the system's exit before its init process's, so give the
 		// process's own notification a moment to arrive with its exit code.
 		select {
 		case <-hp.Exited():
-		case <-time.After(p.task.exitGrace()):
+		case <-time.After(cmp.Or(p.host.taskDeps().ExitGrace, DefaultExitGrace)):
 		}
 	}
 	exitedAt := time.Now()
@@ -262,28 +185,6 @@ func (p *Process) watch(ctx context.Context, beforeExit func(context.Context)) {
 	_ = hp.Close()
 }
 
-// recordExit moves the process to stopped and publishes its TaskExit, exactly once.
-func (p *Process) recordExit(ctx context.Context, code uint32, at time.Time) {
-	p.exitOnce.Do(func() {
-		p.mu.Lock()
-		if err := p.transition(procState.exited); err != nil {
-			p.logger(ctx).WithError(err).Error("record exit")
-		}
-		p.exitStatus, p.exitedAt = code, at
-		pid := p.pid
-		p.mu.Unlock()
-		p.logger(ctx).WithFields(log.Fields{"pid": pid, "exitStatus": code}).Info("process exited")
-		p.task.deps.Events.Send(runtime.TaskExitEventTopic, &eventstypes.TaskExit{
-			ContainerID: p.task.id,
-			ID:          p.ID(),
-			Pid:         pid,
-			ExitStatus:  code,
-			ExitedAt:    timestamppb.New(at),
-		})
-		close(p.done)
-	})
-}
-
 // kill delivers sig. A process that was never started ends at once.
 func (p *Process) kill(ctx context.Context, sig uint32) error {
 	act, err := signalAction(sig)
@@ -300,11 +201,11 @@ func (p *Process) kill(ctx context.Context, sig uint32) error {
 	if neverRan {
 		p.recordExit(ctx, exitCodeKilledCreated, time.Now())
 		if p.execID == "" {
-			p.task.afterInitExit(ctx)
+			p.host.afterInitExit(ctx)
 		}
 		return nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, p.task.deps.callTimeout())
+	cctx, cancel := context.WithTimeout(ctx, p.host.taskDeps().callTimeout())
 	defer cancel()
 	if act.terminate {
 		_, err = hp.Kill(cctx)
@@ -342,7 +243,7 @@ func (p *Process) Resize(ctx context.Context, width, height uint32) error {
 	if width > 0xFFFF || height > 0xFFFF {
 		return fmt.Errorf("resize console of %s: %dx%d is too large: %w", p.ID(), width, height, errdefs.ErrInvalidArgument)
 	}
-	cctx, cancel := context.WithTimeout(ctx, p.task.deps.callTimeout())
+	cctx, cancel := context.WithTimeout(ctx, p.host.taskDeps().callTimeout())
 	defer cancel()
 	if err := hp.ResizeConsole(cctx, uint16(width), uint16(height)); err != nil {
 		return fmt.Errorf("resize console of %s to %dx%d: %w", p.ID(), width, height, err)
@@ -363,24 +264,4 @@ func (p *Process) CloseStdin() error {
 		go relay.CloseIO(time.Second)
 	}
 	return nil
-}
-
-// Wait blocks until the process exited (and its TaskExit was published) or ctx ends.
-func (p *Process) Wait(ctx context.Context) (Status, error) {
-	select {
-	case <-p.done:
-		return p.Status(), nil
-	case <-ctx.Done():
-		return Status{}, ctx.Err()
-	}
-}
-
-// exited reports whether the process's exit was recorded.
-func (p *Process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/oci"
+	"github.com/openhcs/runhcs/internal/uvm"
 )
 
 // Execs in a Hyper-V pod's sandbox. containerd's CRI execs in a pod's sandbox container for its
@@ -36,7 +37,9 @@ import (
 
 // sandboxContainer is a Hyper-V sandbox's container for execs, made on demand.
 type sandboxContainer struct {
-	cfg Config // its document, layers and scratch; Hosted.VM is the pod's VM
+	cfg         Config // its document, layers and process
+	scratchDisk string
+	vm          *uvm.VM // the pod's
 
 	mu       sync.Mutex
 	creating chan struct{} // closed when the create in flight ended
@@ -48,8 +51,8 @@ type sandboxContainer struct {
 
 // sandboxSystem returns the compute system an exec of the sandbox task runs in: the sandbox's
 // container, made now if it is not yet. Concurrent first execs wait for one create.
-func (t *Task) sandboxSystem(ctx context.Context) (System, error) {
-	sc := t.sboxCtr
+func (t *VMSandbox) sandboxSystem(ctx context.Context) (System, error) {
+	sc := t.ctr
 	for {
 		sc.mu.Lock()
 		switch {
@@ -69,7 +72,7 @@ func (t *Task) sandboxSystem(ctx context.Context) (System, error) {
 				// It stopped (its process ended): what it held goes, and a new one is made.
 				t.releaseContainer(ctx, staleInit, staleRes)
 			}
-			sys, init, res, err := createSandboxContainer(ctx, t.deps, sc.cfg)
+			sys, init, res, err := createSandboxContainer(ctx, t.deps, sc)
 			sc.mu.Lock()
 			close(sc.creating)
 			sc.creating = nil
@@ -97,7 +100,8 @@ func (t *Task) sandboxSystem(ctx context.Context) (System, error) {
 
 // createSandboxContainer creates and starts the sandbox's container in its VM; on failure it
 // releases what it acquired.
-func createSandboxContainer(ctx context.Context, deps Deps, c Config) (System, HCSProcess, resources, error) {
+func createSandboxContainer(ctx context.Context, deps Deps, sc *sandboxContainer) (System, HCSProcess, resources, error) {
+	c := sc.cfg
 	// createHosted fills in the document (storage, guest paths): a failed attempt must leave
 	// the next one the original.
 	doc, err := cloneDocument(c.Document)
@@ -107,10 +111,10 @@ func createSandboxContainer(ctx context.Context, deps Deps, c Config) (System, H
 	c.Document = doc
 	var acquired resources
 	var init HCSProcess
-	sys, err := createHosted(ctx, deps, c, &bundleState{SystemID: c.ID}, &acquired)
+	sys, err := createHosted(ctx, deps, sc.vm, c, sc.scratchDisk, &bundleState{SystemID: c.ID}, &acquired)
 	if err == nil {
 		acquired.sys, acquired.systemID = sys, c.ID
-		err = startSandboxContainer(ctx, sys, c, &init)
+		err = startSandboxContainer(ctx, sys, sc.vm, c, &init)
 	}
 	if err != nil {
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deps.callTimeout())
@@ -123,16 +127,16 @@ func createSandboxContainer(ctx context.Context, deps Deps, c Config) (System, H
 		}
 		return nil, nil, resources{}, fmt.Errorf("the sandbox's container for execs: %w", err)
 	}
-	log.G(ctx).WithFields(log.Fields{"task": c.ID, "system": c.Hosted.VM.ID(), "pid": init.Pid()}).Info("sandbox container created in the utility VM for execs")
+	log.G(ctx).WithFields(log.Fields{"task": c.ID, "system": sc.vm.ID(), "pid": init.Pid()}).Info("sandbox container created in the utility VM for execs")
 	return sys, init, acquired, nil
 }
 
 // startSandboxContainer starts the container and its own process, without stdio.
-func startSandboxContainer(ctx context.Context, sys System, c Config, init *HCSProcess) error {
+func startSandboxContainer(ctx context.Context, sys System, vm *uvm.VM, c Config, init *HCSProcess) error {
 	cctx, cancel := context.WithTimeout(ctx, CreateTimeout)
 	defer cancel()
 	if err := sys.Start(cctx); err != nil {
-		return fmt.Errorf("start compute system %q in utility VM %s: %w", c.ID, c.Hosted.VM.ID(), err)
+		return fmt.Errorf("start compute system %q in utility VM %s: %w", c.ID, vm.ID(), err)
 	}
 	params, err := oci.ProcessParameters(c.Process, oci.Stdio{})
 	if err != nil {
@@ -148,7 +152,7 @@ func startSandboxContainer(ctx context.Context, sys System, c Config, init *HCSP
 
 // releaseContainer releases a sandbox container that is no longer used, logging a failure (the
 // VM's end takes what is left).
-func (t *Task) releaseContainer(ctx context.Context, init HCSProcess, res resources) {
+func (t *VMSandbox) releaseContainer(ctx context.Context, init HCSProcess, res resources) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.deps.callTimeout())
 	defer cancel()
 	if err := release(rctx, t.deps, res); err != nil {
@@ -180,8 +184,8 @@ func closed(ch <-chan struct{}) bool {
 
 // releaseSandboxContainer ends the sandbox's container, if one was made, and gives back what
 // it holds in the VM; no exec can make another afterwards. It is idempotent.
-func (t *Task) releaseSandboxContainer(ctx context.Context) error {
-	sc := t.sboxCtr
+func (t *VMSandbox) releaseSandboxContainer(ctx context.Context) error {
+	sc := t.ctr
 	if sc == nil {
 		return nil
 	}

@@ -1,0 +1,23 @@
+// Package pod owns what one shim serves: one pod (containerd starts one shim per
+// io.kubernetes.cri.sandbox-id), after hcsshim's pod type (cmd/containerd-shim-runhcs-v1/pod.go).
+// A Pod holds the pod's tasks (internal/shim/task, one type per kind behind task.Task), its
+// isolation, for a Hyper-V pod its sandbox task and the utility VM that sandbox owns, whose
+// network is the pod's, and for a pod run through containerd's sandbox API its sandbox
+// (internal/shim/sandbox), which owns the pod's network namespace; and it applies the pod's
+// rules:
+//
+//   - a Hyper-V pod has one sandbox, which names itself (a second is refused);
+//   - a Hyper-V pod's containers are hosted in its VM, and must name its sandbox;
+//   - a process-isolated container in a Hyper-V pod is refused (hcsshim's pod.CreateTask
+//     refuses a container whose isolation differs from its pod's);
+//   - a Hyper-V task outside a pod (no CRI annotations) gets a VM of its own (task.Standalone);
+//   - a shim serves one sandbox-API sandbox, and a container joins it only while it is ready.
+//
+// The task service (internal/shim) translates a Create request into a task's configuration and
+// hands it to the Pod, which creates the task of the right kind: a task ID is reserved while it
+// is created, so no lock is held across an HCS call. A new kind (a HostProcess job container,
+// the sandbox API's Hyper-V sandbox) is a new constructor here and a new task type.
+//
+// It imports internal/shim/task, internal/shim/sandbox, internal/uvm and internal/oci; nothing
+// above them.
+package pod
