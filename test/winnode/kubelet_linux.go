@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/hcsemu"
 )
 
@@ -85,6 +86,10 @@ func kubeletCmd(args []string) error {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
+	}
+	// `winnode restart kubelet` starts it again with exactly these flags.
+	if err := atomicfile.WriteJSON(kubeletArgsFile(o.root), args, 0o644); err != nil {
+		return err
 	}
 	argv := append([]string{"hostns", "--root", emuRoot(o.root), "--", env["WINE64"], o.exe}, kubeletArgs(o, env)...)
 	hcsemuBin, err := os.ReadFile(filepath.Join(o.root, "hcsemu.path"))
@@ -170,6 +175,7 @@ func kubeletArgs(o kubeletOptions, env map[string]string) []string {
 
 func kubeletManifests(root string) string { return filepath.Join(root, "kubelet", "manifests") }
 func kubeletPIDFile(root string) string   { return filepath.Join(root, "kubelet", "kubelet.pid") }
+func kubeletArgsFile(root string) string  { return filepath.Join(root, "kubelet", "kubelet.args.json") }
 
 // kubeletHealthy asks kubelet's healthz in the emulated host's network namespace.
 func kubeletHealthy(root string) bool {
