@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -156,7 +157,9 @@ func restartContainerd(root string, env map[string]string, timeout time.Duration
 // killAndWait kills pid and waits until it is gone (or a zombie of a parent that has not
 // reaped it yet: serve reaps its children only when it stops).
 func killAndWait(pid int, what string, timeout time.Duration) error {
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(pid, syscall.SIGKILL); errors.Is(err, syscall.ESRCH) {
+		return nil // already gone (it crashed): a service manager starts it again too
+	} else if err != nil {
 		return fmt.Errorf("stop %s (pid %d): %w", what, pid, err)
 	}
 	rootdir.WaitGone(pid, timeout)

@@ -37,3 +37,35 @@ func TestRestartBadInput(t *testing.T) {
 		t.Errorf("restart made %s: %v", kubeletArgsFile(root), err)
 	}
 }
+
+// TestRemoveStaleSockets checks that only winesock.c's socket files leave kubelet's
+// device-plugin folder: the checkpoint and other files stay, as kubelet keeps them on Windows.
+func TestRemoveStaleSockets(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"kubelet.sock":                "runhcs-wine-afunix 40123",
+		"vendor.sock":                 "runhcs-wine-afunix 40124",
+		"kubelet_internal_checkpoint": `{"Data":{}}`,
+		"short":                       "runhcs",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeStaleSockets(dir); err != nil {
+		t.Fatal(err)
+	}
+	for name := range files {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if gone, want := os.IsNotExist(err), strings.HasSuffix(name, ".sock"); gone != want {
+			t.Errorf("%s: removed %v, want %v", name, gone, want)
+		}
+	}
+	if err := removeStaleSockets(filepath.Join(dir, "missing")); err != nil {
+		t.Errorf("a missing folder: %v", err)
+	}
+}
