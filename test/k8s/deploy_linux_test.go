@@ -20,15 +20,6 @@ import (
 // webPort is where the workload's `http` serves in the tests' pods.
 const webPort = 8080
 
-// Why the pods of the Deployment, drain, recovery and start-up tests do not
-// mount the service-account token (automountServiceAccountToken: false): kubelet.exe under
-// Wine cannot tear down a projected volume, so a deleted pod that has one is never removed
-// (observed: its atomic writer's readlink of ..data fails with winapi error #4390,
-// ERROR_NOT_A_REPARSE_POINT, because Wine 8 does not report the Unix link hack/wine's
-// CreateSymbolicLinkW made as a reparse point; the unmount then fails "Directory is not
-// empty" and the pod stays Failed with a deletionTimestamp). A rolling update and a drain then
-// never finish. docs/cluster.md lists it under "not yet"; the pods' comments name it "no token".
-
 // webDeployment is a Deployment of the workload's HTTP server on the Windows node, each pod
 // Ready when kubelet's HTTP probe (from the node's host, through the HNS network to the pod's
 // address) gets the page.
@@ -45,7 +36,6 @@ func webDeployment(name string, replicas int32, text string) *appsv1.Deployment 
 				Spec: corev1.PodSpec{
 					NodeSelector:                  map[string]string{corev1.LabelOSStable: "windows"},
 					TerminationGracePeriodSeconds: new(int64(5)),
-					AutomountServiceAccountToken:  new(false), // no token (above)
 					Containers: []corev1.Container{{
 						Name: "web", Image: testImage, ImagePullPolicy: corev1.PullIfNotPresent,
 						Command: []string{workload, "http", fmt.Sprintf(":%d", webPort), text},
@@ -215,7 +205,6 @@ func TestPodTraffic(t *testing.T) {
 		Spec: corev1.PodSpec{
 			NodeSelector:                  map[string]string{corev1.LabelOSStable: "windows"},
 			TerminationGracePeriodSeconds: new(int64(5)),
-			AutomountServiceAccountToken:  new(false), // no token (webDeployment)
 			Containers: []corev1.Container{
 				{Name: "echo", Image: testImage, Command: []string{workload, "listen", ":9000"}},
 				webDeployment("x", 1, "from the server pod").Spec.Template.Spec.Containers[0],
@@ -240,9 +229,8 @@ func TestPodTraffic(t *testing.T) {
 	client := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "client"},
 		Spec: corev1.PodSpec{
-			RestartPolicy:                corev1.RestartPolicyNever,
-			NodeSelector:                 map[string]string{corev1.LabelOSStable: "windows"},
-			AutomountServiceAccountToken: new(false), // no token (webDeployment)
+			RestartPolicy: corev1.RestartPolicyNever,
+			NodeSelector:  map[string]string{corev1.LabelOSStable: "windows"},
 			Containers: []corev1.Container{{Name: "connect", Image: testImage,
 				Command: []string{workload, "connect", s.Status.PodIP + ":9000", "hello from the client pod"}}},
 		},

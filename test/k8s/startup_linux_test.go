@@ -135,7 +135,6 @@ func startupPod(name, runtimeClass string) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			NodeSelector:                  map[string]string{corev1.LabelOSStable: "windows"},
 			TerminationGracePeriodSeconds: new(int64(1)),
-			AutomountServiceAccountToken:  new(false), // no token (webDeployment)
 			Containers: []corev1.Container{{Name: "main", Image: testImage, ImagePullPolicy: corev1.PullIfNotPresent,
 				Command: []string{workload, "sleep", "3600"}}},
 		},
