@@ -127,7 +127,7 @@ var suites = []string{"test/e2e", "test/soak", "test/bench", "test/cri", "test/w
 // files; every other package, tests included, reaches the emulator only through internal/hcs and
 // internal/hns (or, for tests, through test/harness).
 var emulatorUsers = []string{"cmd/hcsemu", "internal/hcs", "internal/hns", "internal/hcsemu", "test/harness",
-	"test/winnode", "test/cluster", "test/e2e", "test/soak"}
+	"test/winnode", "test/cluster", "test/e2e", "test/soak", "test/k8s"}
 
 // pkg is what the test reads of `go list -json`.
 type pkg struct {

@@ -37,7 +37,7 @@ const (
 	waitLong = 5 * time.Minute
 )
 
-func client(t *testing.T) *kubernetes.Clientset {
+func client(t testing.TB) *kubernetes.Clientset {
 	t.Helper()
 	kc := os.Getenv("KUBECONFIG")
 	if kc == "" {
@@ -72,7 +72,7 @@ func windowsNode(t *testing.T, cs *kubernetes.Clientset) *corev1.Node {
 }
 
 // kubectl runs the cluster's kubectl (hack/cluster.sh puts the pinned one first on PATH).
-func kubectl(t *testing.T, stdin string, args ...string) string {
+func kubectl(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("kubectl", args...)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -173,7 +173,7 @@ func TestNode(t *testing.T) {
 
 // docsRuntimeClasses is the YAML of docs/install-windows.md's "Kubernetes: a RuntimeClass per
 // handler": the suite applies exactly what users are told to apply.
-func docsRuntimeClasses(t *testing.T) string {
+func docsRuntimeClasses(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	page := filepath.Join(filepath.Dir(file), "..", "..", "docs", "install-windows.md")
@@ -200,7 +200,7 @@ func docsRuntimeClasses(t *testing.T) string {
 }
 
 // applyRuntimeClasses applies the documented RuntimeClasses (idempotent: kubectl apply).
-func applyRuntimeClasses(t *testing.T, cs *kubernetes.Clientset) {
+func applyRuntimeClasses(t testing.TB, cs *kubernetes.Clientset) {
 	t.Helper()
 	kubectl(t, docsRuntimeClasses(t), "apply", "-f", "-")
 	for _, name := range []string{"runhcs-wcow-process", "runhcs-wcow-hypervisor"} {
@@ -224,7 +224,7 @@ func TestRuntimeClasses(t *testing.T) {
 
 // namespace makes a namespace for one test, removed at its end, and waits for its default
 // ServiceAccount (the controller manager makes it; a Pod cannot be admitted before).
-func namespace(t *testing.T, cs *kubernetes.Clientset) string {
+func namespace(t testing.TB, cs *kubernetes.Clientset) string {
 	t.Helper()
 	ctx := context.Background()
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
@@ -249,7 +249,7 @@ func namespace(t *testing.T, cs *kubernetes.Clientset) string {
 }
 
 // waitPod watches the pod until done says it is where the test wants it, and answers it.
-func waitPod(t *testing.T, cs *kubernetes.Clientset, ns, name string, done func(*corev1.Pod) bool) *corev1.Pod {
+func waitPod(t testing.TB, cs *kubernetes.Clientset, ns, name string, done func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()

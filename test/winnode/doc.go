@@ -12,6 +12,7 @@
 //	winnode run  --root DIR -- PROGRAM ARGS…                           run a program inside the node
 //	winnode kubelet --root DIR --exe KUBELET.EXE [--kubeconfig FILE] [-- FLAGS…]
 //	                                                                   start kubelet.exe in the node
+//	winnode restart --root DIR kubelet|containerd                      kill one and start it as it was
 //
 // hack/winnode.sh builds what the node needs and calls this command; see docs/winnode.md.
 //
@@ -32,4 +33,8 @@
 // read-only port (10255, host namespace) serving /stats/summary. The prefix's registry is a
 // Windows Server 2022 node's (nodeRegistry) and its pdh.dll the stand-in (hack/wine/pdh), which
 // kubelet's node figures need.
+//
+// `restart` (restart_linux.go) kills kubelet.exe or containerd.exe and starts it again as it
+// was started (kubelet with the flags `kubelet` recorded in DIR/kubelet/kubelet.args.json),
+// while the pods keep running: what Restart-Service, or a crash and the service manager, do.
 package main

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/hcsemu"
 )
 
@@ -85,6 +86,13 @@ func kubeletCmd(args []string) error {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
+	}
+	if err := removeStaleSockets(filepath.Join(env["WINEPREFIX"], "drive_c", "var", "lib", "kubelet", "device-plugins")); err != nil {
+		return err
+	}
+	// `winnode restart kubelet` starts it again with exactly these flags.
+	if err := atomicfile.WriteJSON(kubeletArgsFile(o.root), args, 0o644); err != nil {
+		return err
 	}
 	argv := append([]string{"hostns", "--root", emuRoot(o.root), "--", env["WINE64"], o.exe}, kubeletArgs(o, env)...)
 	hcsemuBin, err := os.ReadFile(filepath.Join(o.root, "hcsemu.path"))
@@ -170,6 +178,7 @@ func kubeletArgs(o kubeletOptions, env map[string]string) []string {
 
 func kubeletManifests(root string) string { return filepath.Join(root, "kubelet", "manifests") }
 func kubeletPIDFile(root string) string   { return filepath.Join(root, "kubelet", "kubelet.pid") }
+func kubeletArgsFile(root string) string  { return filepath.Join(root, "kubelet", "kubelet.args.json") }
 
 // kubeletHealthy asks kubelet's healthz in the emulated host's network namespace.
 func kubeletHealthy(root string) bool {
@@ -221,4 +230,49 @@ func dnsLabel(s string) string {
 		s = "winnode"
 	}
 	return s
+}
+
+// wineSocketMagic begins the file hack/wine's winesock.c makes at an AF_UNIX socket's path
+// (AFUNIX_MAGIC there).
+const wineSocketMagic = "runhcs-wine-afunix "
+
+// removeStaleSockets removes, from kubelet's device-plugin folder, the socket files a killed
+// kubelet left, as kubelet.exe does itself at start on Windows and cannot under Wine.
+//
+// On Windows an AF_UNIX socket's file is a reparse point (IO_REPARSE_TAG_AF_UNIX) that Go's
+// os.Stat reports as os.ModeSocket, and kubelet's device manager removes every such file of
+// the folder before it listens on kubelet.sock again (k8s.io/kubernetes v1.37.2
+// pkg/kubelet/cm/devicemanager/manager.go, CleanupPluginDirectory). Under Wine the file
+// winesock.c makes is a plain file, so kubelet keeps it, and its bind fails with WSAEADDRINUSE
+// (winapi error #10048: observed when kubelet.exe was killed and started again) and kubelet
+// exits. Only files that winesock.c made are removed; anything else stays, as kubelet leaves it.
+// Assumption: nothing else listens in that folder while kubelet is down (device plugins dial
+// kubelet.sock; their own sockets live there too and are removed by kubelet on Windows too).
+func removeStaleSockets(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		b := make([]byte, len(wineSocketMagic))
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		n, _ := io.ReadFull(f, b)
+		f.Close()
+		if string(b[:n]) == wineSocketMagic {
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("stale socket file of a killed kubelet: %w", err)
+			}
+		}
+	}
+	return nil
 }

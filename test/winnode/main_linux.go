@@ -20,7 +20,8 @@ func usage() {
 	fmt.Fprintln(os.Stderr, `usage: winnode up --root DIR --bin BINDIR --wine-prefix PREFIX [--containerd 2|1.7] [--snapshotter windows|wcow] [--sandboxer podsandbox|shim]
        winnode down --root DIR
        winnode run --root DIR [--shim-kills] -- PROGRAM [ARGS…]
-       winnode kubelet --root DIR --exe KUBELET.EXE [--kubeconfig FILE] [--node-name NAME] [-- KUBELET FLAGS…]`)
+       winnode kubelet --root DIR --exe KUBELET.EXE [--kubeconfig FILE] [--node-name NAME] [-- KUBELET FLAGS…]
+       winnode restart --root DIR kubelet|containerd`)
 	os.Exit(2)
 }
 
@@ -40,6 +41,8 @@ func main() {
 		err = runCmd(os.Args[2:])
 	case "kubelet":
 		err = kubeletCmd(os.Args[2:])
+	case "restart":
+		err = restartCmd(os.Args[2:])
 	default:
 		usage()
 	}

@@ -1,0 +1,179 @@
+//go:build linux
+
+package k8s
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openhcs/runhcs/internal/hcs"
+	emuclient "github.com/openhcs/runhcs/internal/hcsemu/client"
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
+	"github.com/openhcs/runhcs/internal/testenv"
+)
+
+// The emulated Windows node behind the Node (hack/cluster.sh: DIR/nodes/winnode-1): the tests
+// that look at what the node holds (drain, recovery) reach it on the machine, as its operator
+// would on a Windows host (hcsdiag, Get-HnsEndpoint, Get-Process, Restart-Service).
+
+// nodeRoot is the folder of the cluster's Windows node (`cluster run` sets RUNHCS_CLUSTER_ROOT).
+func nodeRoot(t *testing.T) string {
+	t.Helper()
+	root := os.Getenv("RUNHCS_CLUSTER_ROOT")
+	if root == "" {
+		if testenv.InCI() {
+			t.Fatal("RUNHCS_CLUSTER_ROOT is not set: run the suite on the cluster (make test-cluster)")
+		}
+		t.Skip("no cluster: run through hack/cluster.sh run (make test-cluster)")
+	}
+	return filepath.Join(root, "nodes", "winnode-1")
+}
+
+// winnode runs the node's own program (test/winnode) on it, e.g. `restart kubelet`.
+func winnode(t *testing.T, root string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(root, "bin", "winnode"), append([]string{args[0], "--root", root}, args[1:]...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("winnode %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// nodeResidue lists what the node holds of pods: compute systems (hcsemu), HNS endpoints and
+// namespaces, the container volumes mounted under the node's folder, the cgroups of compute
+// systems and the shim processes (containerd-shim-runhcs-v1.exe under Wine). Empty: no pod is
+// left on the node. A question that cannot be answered is itself an entry.
+func nodeResidue(ctx context.Context, root string) []string {
+	var left []string
+	sock := filepath.Join(root, "hcsemu.sock")
+	emu := filepath.Join(root, "emu")
+	if api, err := emuclient.DialHCS(sock); err != nil {
+		left = append(left, fmt.Sprintf("compute systems: %v", err))
+	} else {
+		systems, err := hcs.NewClient(api).EnumerateComputeSystems(ctx, nil)
+		api.Close()
+		if err != nil {
+			left = append(left, fmt.Sprintf("compute systems: %v", err))
+		}
+		for _, s := range systems {
+			left = append(left, fmt.Sprintf("compute system %s (%s)", s.Id, s.State))
+		}
+	}
+	if c, err := emuclient.DialHNS(sock); err != nil {
+		left = append(left, fmt.Sprintf("HNS: %v", err))
+	} else {
+		for _, q := range []struct {
+			what string
+			list func(string) (string, error)
+		}{{"HNS endpoint", c.EnumerateEndpoints}, {"HNS namespace", c.EnumerateNamespaces}} {
+			out, err := q.list("")
+			var ids []string
+			if err == nil && strings.TrimSpace(out) != "" && strings.TrimSpace(out) != "null" {
+				err = json.Unmarshal([]byte(out), &ids)
+			}
+			if err != nil {
+				left = append(left, fmt.Sprintf("%ss: %v", q.what, err))
+			}
+			for _, id := range ids {
+				left = append(left, q.what+" "+id)
+			}
+		}
+		c.Close()
+	}
+	// hcsemu's own mounts under its root are the host's network namespace and the VMs' folder;
+	// every other mount under the node's folder is a container's (or a VM's) volume.
+	for _, m := range mountsUnder(root) {
+		if m != layout.HostNetns(emu) && m != layout.VMsDir(emu) {
+			left = append(left, "mount "+m)
+		}
+	}
+	for _, dir := range layout.CgroupDirs("/sys/fs/cgroup", emu) {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.IsDir() {
+				left = append(left, "cgroup "+filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	for _, pid := range shimProcesses() {
+		left = append(left, fmt.Sprintf("shim process %d", pid))
+	}
+	for _, pid := range layout.VMInitProcesses("/proc", emu) {
+		left = append(left, fmt.Sprintf("VM init process %d", pid))
+	}
+	return left
+}
+
+// waitNoResidue waits until the node holds nothing of pods (nodeResidue is empty), or fails the
+// test with what is left after waitLong: kubelet stops and removes a deleted pod's sandbox in
+// the background.
+func waitNoResidue(t *testing.T, root string) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(waitLong)
+	for {
+		left := nodeResidue(ctx, root)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node still holds, %s after its pods were gone:\n  %s", waitLong, strings.Join(left, "\n  "))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// shimProcesses are the shim's processes on the machine: Wine shows a Windows program's argv[0]
+// as its path. The cluster has one Windows node, so every one is the node's.
+func shimProcesses() []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv0, _, _ := strings.Cut(string(b), "\x00")
+		if strings.HasSuffix(strings.ReplaceAll(argv0, `\`, "/"), "/containerd-shim-runhcs-v1.exe") {
+			st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if !strings.Contains(string(st), ") Z ") {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// mountsUnder lists the mount points at or under dir (this process's mount namespace, the
+// machine's: `cluster run` changes only the network namespace).
+func mountsUnder(dir string) []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return []string{"mountinfo: " + err.Error()}
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		p := strings.ReplaceAll(f[4], `\040`, " ")
+		if p == dir || strings.HasPrefix(p, dir+"/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}

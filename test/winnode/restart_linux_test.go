@@ -1,0 +1,71 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/openhcs/runhcs/test/internal/rootdir"
+)
+
+// TestRestartBadInput checks that `winnode restart` names what is wrong and touches nothing:
+// an unknown service, no service, and a kubelet that was never started by `winnode kubelet`.
+func TestRestartBadInput(t *testing.T) {
+	root := t.TempDir()
+	if err := rootdir.WriteEnv(envFile(root), [][2]string{{"RUNHCS_NODE_ROOT", root}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--root", root, "kubelett"}, `service "kubelett"`},
+		{[]string{"--root", root}, "want one service"},
+		{[]string{"--root", "relative", "kubelet"}, `--root "relative"`},
+		{[]string{"--root", root, "kubelet"}, "kubelet.args.json is missing"},
+		{[]string{"--root", filepath.Join(root, "none"), "kubelet"}, "no node at"},
+	} {
+		err := restartCmd(c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("restart %q: %v, want an error with %q", c.args, err, c.want)
+		}
+	}
+	if _, err := os.Stat(kubeletArgsFile(root)); !os.IsNotExist(err) {
+		t.Errorf("restart made %s: %v", kubeletArgsFile(root), err)
+	}
+}
+
+// TestRemoveStaleSockets checks that only winesock.c's socket files leave kubelet's
+// device-plugin folder: the checkpoint and other files stay, as kubelet keeps them on Windows.
+func TestRemoveStaleSockets(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"kubelet.sock":                "runhcs-wine-afunix 40123",
+		"vendor.sock":                 "runhcs-wine-afunix 40124",
+		"kubelet_internal_checkpoint": `{"Data":{}}`,
+		"short":                       "runhcs",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeStaleSockets(dir); err != nil {
+		t.Fatal(err)
+	}
+	for name := range files {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if gone, want := os.IsNotExist(err), strings.HasSuffix(name, ".sock"); gone != want {
+			t.Errorf("%s: removed %v, want %v", name, gone, want)
+		}
+	}
+	if err := removeStaleSockets(filepath.Join(dir, "missing")); err != nil {
+		t.Errorf("a missing folder: %v", err)
+	}
+}
