@@ -1,7 +1,9 @@
 // Package k8s is the Kubernetes suite of the cluster with an emulated Windows node (issue 22;
 // hack/cluster.sh, docs/cluster.md): client-go (v0.37.2, the cluster's release) and the pinned
 // kubectl drive the API server as users do, and the tests check what the Windows node does with
-// it: the Node it registers, the documented RuntimeClasses (docs/install-windows.md), pods of each isolation and their logs.
+// it: the Node it registers, the documented RuntimeClasses (docs/install-windows.md), pods of each isolation and their logs,
+// and what users do with pods there (probes, volumes, termination, limits, identity: docs/cluster.md "Pods on the Windows
+// node", helpers in pods_linux_test.go).
 // They are Linux tests run on the cluster's network with its KUBECONFIG
 // (`hack/cluster.sh run k8s.test`); `make test-cluster` builds and runs them against a fresh
 // cluster. Without a cluster they skip, except in CI.
