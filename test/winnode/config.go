@@ -9,9 +9,9 @@ import (
 
 // ConfigOptions are the node-specific parts of the containerd configuration.
 type ConfigOptions struct {
-	Containerd      string // "2" (containerd 2.x, config version 3) or "1.7" (config version 2)
-	Root, State     string // containerd's folders (Windows paths)
-	Snapshotter     string // "wcow" (proxy plugins) or "windows" (built-in)
+	Containerd  string // "2" (containerd 2.x, config version 3) or "1.7" (config version 2)
+	Root, State string // containerd's folders (Windows paths)
+	Snapshotter string // "wcow" (proxy plugins) or "windows" (built-in)
 	// SnapshotterRoot is the wcow snapshotter's --root (a Windows path), which the proxy plugin
 	// exports as its root: containerd's CRI reports it to kubelet as the image filesystem
 	// (ImageFsInfo). Without it the CRI names <root>\io.containerd.snapshotter.v1.wcow, a folder
