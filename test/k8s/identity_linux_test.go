@@ -20,44 +20,35 @@ const gmsaSpec = `{"CmsPlugins":["ActiveDirectory"],"DomainJoinConfig":{"Sid":"S
 // the Hyper-V RuntimeClass.
 func TestIdentity(t *testing.T) {
 	cs := client(t)
-	applyRuntimeClasses(t, cs)
-	for _, rc := range []string{"", "runhcs-wcow-hypervisor"} {
-		name := rc
-		if name == "" {
-			name = "default"
+	forEachIsolation(t, cs, func(t *testing.T, rc *string) {
+		ns := namespace(t, cs)
+		podUser := workloadContainer("pod-user", "whoami")
+		ownUser := workloadContainer("own-user", "whoami")
+		ownUser.SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
+			RunAsUserName: ptr("ContainerAdministrator")}}
+		gmsa := workloadContainer("gmsa", "whoami")
+		gmsa.SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
+			GMSACredentialSpecName: ptr("webapp01"), GMSACredentialSpec: ptr(gmsaSpec),
+			RunAsUserName: ptr("ContainerAdministrator")}}
+		pod := windowsPod("identity", corev1.RestartPolicyNever, podUser, ownUser, gmsa)
+		pod.Spec.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
+			RunAsUserName: ptr("ContainerUser")}}
+		pod.Spec.RuntimeClassName = rc
+		createPod(t, cs, ns, pod)
+		p := waitPod(t, cs, ns, pod.Name, podFinished)
+		if p.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("pod %s/identity: %s", ns, describe(p))
 		}
-		t.Run(name, func(t *testing.T) {
-			ns := namespace(t, cs)
-			podUser := workloadContainer("pod-user", "whoami")
-			ownUser := workloadContainer("own-user", "whoami")
-			ownUser.SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
-				RunAsUserName: ptr("ContainerAdministrator")}}
-			gmsa := workloadContainer("gmsa", "whoami")
-			gmsa.SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
-				GMSACredentialSpecName: ptr("webapp01"), GMSACredentialSpec: ptr(gmsaSpec),
-				RunAsUserName: ptr("ContainerAdministrator")}}
-			pod := windowsPod("identity", corev1.RestartPolicyNever, podUser, ownUser, gmsa)
-			pod.Spec.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
-				RunAsUserName: ptr("ContainerUser")}}
-			if rc != "" {
-				pod.Spec.RuntimeClassName = &rc
+		for c, want := range map[string]string{
+			"pod-user": "user=User Manager\\ContainerUser\n",
+			"own-user": "user=User Manager\\ContainerAdministrator\n",
+			"gmsa":     "user=User Manager\\ContainerAdministrator\nnetwork=CONTOSO\\webapp01$\n",
+		} {
+			// The workload is a Linux program in the emulator: whoami adds its uid and gid.
+			got := podLogs(t, cs, ns, pod.Name, c)
+			if len(got) < len(want) || got[:len(want)] != want {
+				t.Errorf("container %s: whoami %q, want %q first", c, got, want)
 			}
-			createPod(t, cs, ns, pod)
-			p := waitPod(t, cs, ns, pod.Name, podFinished)
-			if p.Status.Phase != corev1.PodSucceeded {
-				t.Errorf("pod %s/identity: %s", ns, describe(p))
-			}
-			for c, want := range map[string]string{
-				"pod-user": "user=User Manager\\ContainerUser\n",
-				"own-user": "user=User Manager\\ContainerAdministrator\n",
-				"gmsa":     "user=User Manager\\ContainerAdministrator\nnetwork=CONTOSO\\webapp01$\n",
-			} {
-				// The workload is a Linux program in the emulator: whoami adds its uid and gid.
-				got := podLogs(t, cs, ns, pod.Name, c)
-				if len(got) < len(want) || got[:len(want)] != want {
-					t.Errorf("container %s: whoami %q, want %q first", c, got, want)
-				}
-			}
-		})
-	}
+		}
+	})
 }

@@ -21,47 +21,38 @@ import (
 // the same allocation succeeds. Process isolated and with the Hyper-V RuntimeClass.
 func TestMemoryLimit(t *testing.T) {
 	cs := client(t)
-	applyRuntimeClasses(t, cs)
-	for _, rc := range []string{"", "runhcs-wcow-hypervisor"} {
-		name := rc
-		if name == "" {
-			name = "default"
+	forEachIsolation(t, cs, func(t *testing.T, rc *string) {
+		ns := namespace(t, cs)
+		limited := func(name, mb string) corev1.Container {
+			c := workloadContainer(name, "alloc", mb)
+			c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+			return c
 		}
-		t.Run(name, func(t *testing.T) {
-			ns := namespace(t, cs)
-			limited := func(name, mb string) corev1.Container {
-				c := workloadContainer(name, "alloc", mb)
-				c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
-				return c
+		pod := windowsPod("limits", corev1.RestartPolicyNever,
+			limited("fits", "8"), limited("exceeds", "128"), workloadContainer("unlimited", "alloc", "128"))
+		pod.Spec.RuntimeClassName = rc
+		createPod(t, cs, ns, pod)
+		p := waitPod(t, cs, ns, pod.Name, podFinished)
+		for _, c := range []struct {
+			name string
+			ok   bool
+		}{{"fits", true}, {"exceeds", false}, {"unlimited", true}} {
+			s := containerStatus(p, c.name)
+			if s == nil || s.State.Terminated == nil {
+				t.Errorf("container %s did not end: %s", c.name, describe(p))
+				continue
 			}
-			pod := windowsPod("limits", corev1.RestartPolicyNever,
-				limited("fits", "8"), limited("exceeds", "128"), workloadContainer("unlimited", "alloc", "128"))
-			if rc != "" {
-				pod.Spec.RuntimeClassName = &rc
+			code := s.State.Terminated.ExitCode
+			if (code == 0) != c.ok {
+				t.Errorf("container %s: exit code %d (%s); want success %v: %s", c.name, code, s.State.Terminated.Reason, c.ok, describe(p))
 			}
-			createPod(t, cs, ns, pod)
-			p := waitPod(t, cs, ns, pod.Name, podFinished)
-			for _, c := range []struct {
-				name string
-				ok   bool
-			}{{"fits", true}, {"exceeds", false}, {"unlimited", true}} {
-				s := containerStatus(p, c.name)
-				if s == nil || s.State.Terminated == nil {
-					t.Errorf("container %s did not end: %s", c.name, describe(p))
-					continue
-				}
-				code := s.State.Terminated.ExitCode
-				if (code == 0) != c.ok {
-					t.Errorf("container %s: exit code %d (%s); want success %v: %s", c.name, code, s.State.Terminated.Reason, c.ok, describe(p))
-				}
-				if c.ok {
-					if got := podLogs(t, cs, ns, pod.Name, c.name); !strings.HasPrefix(got, "allocated ") {
-						t.Errorf("container %s: log %q", c.name, got)
-					}
+			if c.ok {
+				if got := podLogs(t, cs, ns, pod.Name, c.name); !strings.HasPrefix(got, "allocated ") {
+					t.Errorf("container %s: log %q", c.name, got)
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // cpuSample is a container's CPU figures in kubelet's summary API (k8s.io/kubelet
@@ -138,31 +129,22 @@ func cpuCores(t *testing.T, cs *kubernetes.Clientset, node, ns, pod, name string
 // it gets is the machine's load, not the test's to assert. Process isolated and with the Hyper-V RuntimeClass.
 func TestCPULimit(t *testing.T) {
 	cs := client(t)
-	applyRuntimeClasses(t, cs)
 	node := windowsNode(t, cs).Name
-	for _, rc := range []string{"", "runhcs-wcow-hypervisor"} {
-		name := rc
-		if name == "" {
-			name = "default"
+	forEachIsolation(t, cs, func(t *testing.T, rc *string) {
+		ns := namespace(t, cs)
+		capped := workloadContainer("capped", "spin", "3600")
+		capped.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m")}
+		pod := windowsPod("cpu", corev1.RestartPolicyNever, capped, workloadContainer("free", "spin", "3600"))
+		pod.Spec.RuntimeClassName = rc
+		createPod(t, cs, ns, pod)
+		waitPod(t, cs, ns, pod.Name, func(p *corev1.Pod) bool { return running(p, "capped") && running(p, "free") })
+		got := cpuCores(t, cs, node, ns, pod.Name, "capped", 5*time.Second)
+		free := cpuCores(t, cs, node, ns, pod.Name, "free", 5*time.Second)
+		t.Logf("CPU use: capped at 20m %.3f cores, unlimited %.3f cores", got, free)
+		// cpu.max holds the cap over every 100 ms period; the margin covers the readings'
+		// own skew (their timestamps and counters are not taken at one instant).
+		if got <= 0 || got > 0.04 {
+			t.Errorf("container with a 20m CPU limit used %.3f cores, want about 0.02", got)
 		}
-		t.Run(name, func(t *testing.T) {
-			ns := namespace(t, cs)
-			capped := workloadContainer("capped", "spin", "3600")
-			capped.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m")}
-			pod := windowsPod("cpu", corev1.RestartPolicyNever, capped, workloadContainer("free", "spin", "3600"))
-			if rc != "" {
-				pod.Spec.RuntimeClassName = &rc
-			}
-			createPod(t, cs, ns, pod)
-			waitPod(t, cs, ns, pod.Name, func(p *corev1.Pod) bool { return running(p, "capped") && running(p, "free") })
-			got := cpuCores(t, cs, node, ns, pod.Name, "capped", 5*time.Second)
-			free := cpuCores(t, cs, node, ns, pod.Name, "free", 5*time.Second)
-			t.Logf("CPU use: capped at 20m %.3f cores, unlimited %.3f cores", got, free)
-			// cpu.max holds the cap over every 100 ms period; the margin covers the readings'
-			// own skew (their timestamps and counters are not taken at one instant).
-			if got <= 0 || got > 0.04 {
-				t.Errorf("container with a 20m CPU limit used %.3f cores, want about 0.02", got)
-			}
-		})
-	}
+	})
 }

@@ -137,3 +137,13 @@ func nodeFolder(t *testing.T, cs *kubernetes.Clientset, name string) (win, linux
 
 // ptr is a pointer to v, for the API's optional fields.
 func ptr[T any](v T) *T { return &v }
+
+// forEachIsolation runs f as a subtest per isolation, with the RuntimeClass a pod gets: none
+// (the node's default handler, process isolation; subtest "default") and
+// runhcs-wcow-hypervisor (a utility VM per pod). It applies the documented RuntimeClasses first.
+func forEachIsolation(t *testing.T, cs *kubernetes.Clientset, f func(t *testing.T, runtimeClass *string)) {
+	t.Helper()
+	applyRuntimeClasses(t, cs)
+	t.Run("default", func(t *testing.T) { f(t, nil) })
+	t.Run("runhcs-wcow-hypervisor", func(t *testing.T) { f(t, ptr("runhcs-wcow-hypervisor")) })
+}

@@ -111,50 +111,57 @@ func TestExecProbes(t *testing.T) {
 // TestNetworkProbes runs HTTP and TCP probes, which kubelet.exe makes from the node's host
 // network namespace to the pod's IP (node-to-pod traffic through the HNS network): against the
 // workload's http and listen servers they pass and the pod becomes Ready; against ports nothing
-// listens on, the liveness probes fail and kubelet restarts each container.
+// listens on, the liveness probes fail and kubelet restarts each container. Process isolated
+// and with the Hyper-V RuntimeClass (the pod's IP is then in its utility VM).
 func TestNetworkProbes(t *testing.T) {
 	cs := client(t)
-	ns := namespace(t, cs)
+	forEachIsolation(t, cs, func(t *testing.T, rc *string) {
+		ns := namespace(t, cs)
 
-	web := workloadContainer("http", "http", ":8080", "ok")
-	web.ReadinessProbe, web.LivenessProbe = httpProbe(8080), httpProbe(8080)
-	tcp := workloadContainer("tcp", "listen", ":9000")
-	tcp.ReadinessProbe, tcp.LivenessProbe = tcpProbe(9000), tcpProbe(9000)
-	createPod(t, cs, ns, windowsPod("serving", corev1.RestartPolicyAlways, web, tcp))
+		web := workloadContainer("http", "http", ":8080", "ok")
+		web.ReadinessProbe, web.LivenessProbe = httpProbe(8080), httpProbe(8080)
+		tcp := workloadContainer("tcp", "listen", ":9000")
+		tcp.ReadinessProbe, tcp.LivenessProbe = tcpProbe(9000), tcpProbe(9000)
+		serving := windowsPod("serving", corev1.RestartPolicyAlways, web, tcp)
+		serving.Spec.RuntimeClassName = rc
+		createPod(t, cs, ns, serving)
 
-	// Same servers, probed on ports nothing listens on.
-	webBad := workloadContainer("http", "http", ":8080", "ok")
-	webBad.LivenessProbe = httpProbe(8081)
-	tcpBad := workloadContainer("tcp", "listen", ":9000")
-	tcpBad.LivenessProbe = tcpProbe(9001)
-	createPod(t, cs, ns, windowsPod("failing", corev1.RestartPolicyAlways, webBad, tcpBad))
+		// Same servers, probed on ports nothing listens on.
+		webBad := workloadContainer("http", "http", ":8080", "ok")
+		webBad.LivenessProbe = httpProbe(8081)
+		tcpBad := workloadContainer("tcp", "listen", ":9000")
+		tcpBad.LivenessProbe = tcpProbe(9001)
+		failing := windowsPod("failing", corev1.RestartPolicyAlways, webBad, tcpBad)
+		failing.Spec.RuntimeClassName = rc
+		createPod(t, cs, ns, failing)
 
-	p := waitPod(t, cs, ns, "serving", podReady)
-	for _, c := range []string{"http", "tcp"} {
-		if s := containerStatus(p, c); s == nil || !s.Ready || s.RestartCount != 0 {
-			t.Errorf("serving: container %s not ready or restarted: %s", c, describe(p))
-		}
-	}
-	p = waitPod(t, cs, ns, "failing", func(p *corev1.Pod) bool {
+		p := waitPod(t, cs, ns, "serving", podReady)
 		for _, c := range []string{"http", "tcp"} {
-			if s := containerStatus(p, c); s == nil || s.RestartCount < 1 {
-				return false
+			if s := containerStatus(p, c); s == nil || !s.Ready || s.RestartCount != 0 {
+				t.Errorf("serving: container %s not ready or restarted: %s", c, describe(p))
 			}
 		}
-		return true
-	})
-	t.Logf("failing: restart counts http %d, tcp %d", containerStatus(p, "http").RestartCount, containerStatus(p, "tcp").RestartCount)
-	// The serving pod's probes went on passing meanwhile.
-	p, err := cs.CoreV1().Pods(ns).Get(context.Background(), "serving", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !podReady(p) {
-		t.Errorf("serving: not Ready any more: %s", describe(p))
-	}
-	for _, c := range []string{"http", "tcp"} {
-		if s := containerStatus(p, c); s == nil || s.RestartCount != 0 {
-			t.Errorf("serving: container %s restarted: %s", c, describe(p))
+		p = waitPod(t, cs, ns, "failing", func(p *corev1.Pod) bool {
+			for _, c := range []string{"http", "tcp"} {
+				if s := containerStatus(p, c); s == nil || s.RestartCount < 1 {
+					return false
+				}
+			}
+			return true
+		})
+		t.Logf("failing: restart counts http %d, tcp %d", containerStatus(p, "http").RestartCount, containerStatus(p, "tcp").RestartCount)
+		// The serving pod's probes went on passing meanwhile.
+		p, err := cs.CoreV1().Pods(ns).Get(context.Background(), "serving", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		if !podReady(p) {
+			t.Errorf("serving: not Ready any more: %s", describe(p))
+		}
+		for _, c := range []string{"http", "tcp"} {
+			if s := containerStatus(p, c); s == nil || s.RestartCount != 0 {
+				t.Errorf("serving: container %s restarted: %s", c, describe(p))
+			}
+		}
+	})
 }
