@@ -35,77 +35,81 @@ func tcpProbe(port int) *corev1.Probe {
 // hostPath folder the test changes on the node: the readiness probe reads C:\flags\ready, the
 // liveness probe C:\flags\alive. Ready follows the first file both ways without a restart; when
 // the second goes, kubelet kills the container, starts it again and counts it in restartCount.
+// Process isolated and with the Hyper-V RuntimeClass (the folder then a VSMB share).
 func TestExecProbes(t *testing.T) {
 	cs := client(t)
-	ns := namespace(t, cs)
-	win, dir := nodeFolder(t, cs, ns)
-	flag := func(name string, present bool) {
-		t.Helper()
-		p := filepath.Join(dir, name)
-		if !present {
-			if err := os.Remove(p); err != nil {
+	forEachIsolation(t, cs, func(t *testing.T, rc *string) {
+		ns := namespace(t, cs)
+		win, dir := nodeFolder(t, cs, ns)
+		flag := func(name string, present bool) {
+			t.Helper()
+			p := filepath.Join(dir, name)
+			if !present {
+				if err := os.Remove(p); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err := os.WriteFile(p, []byte(name), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			return
 		}
-		if err := os.WriteFile(p, []byte(name), 0o644); err != nil {
+		flag("alive", true)
+
+		c := workloadContainer("main", "sleep", "3600")
+		c.ReadinessProbe = execProbe("read", `C:\flags\ready`)
+		c.LivenessProbe = execProbe("read", `C:\flags\alive`)
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "flags", MountPath: `C:\flags`}}
+		pod := windowsPod("exec-probes", corev1.RestartPolicyAlways, c)
+		pod.Spec.Volumes = []corev1.Volume{{Name: "flags", VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: win, Type: ptr(corev1.HostPathDirectory)}}}}
+		pod.Spec.RuntimeClassName = rc
+		createPod(t, cs, ns, pod)
+
+		// Running, alive, and not Ready while the readiness probe fails.
+		p := waitPod(t, cs, ns, pod.Name, func(p *corev1.Pod) bool { return running(p, "main") })
+		if podReady(p) {
+			t.Fatalf("pod Ready before C:\\flags\\ready exists: %s", describe(p))
+		}
+		flag("ready", true)
+		waitPod(t, cs, ns, pod.Name, podReady)
+		flag("ready", false)
+		p = waitPod(t, cs, ns, pod.Name, func(p *corev1.Pod) bool { return !podReady(p) })
+		if s := containerStatus(p, "main"); s == nil || s.State.Running == nil || s.RestartCount != 0 {
+			t.Fatalf("readiness failing: the container should go on running, unrestarted: %s", describe(p))
+		}
+
+		// The liveness probe fails: kubelet restarts the container and counts it.
+		flag("alive", false)
+		p = waitPod(t, cs, ns, pod.Name, func(p *corev1.Pod) bool {
+			s := containerStatus(p, "main")
+			return s != nil && s.RestartCount >= 1
+		})
+		s := containerStatus(p, "main")
+		if s.LastTerminationState.Terminated == nil {
+			t.Errorf("restarted container without a last termination state: %s", describe(p))
+		}
+		// Alive and ready again: the restarted container keeps running with its count.
+		flag("alive", true)
+		flag("ready", true)
+		p = waitPod(t, cs, ns, pod.Name, podReady)
+		if s := containerStatus(p, "main"); s.RestartCount < 1 {
+			t.Errorf("restartCount %d after a liveness failure, want at least 1", s.RestartCount)
+		}
+		// kubelet says why, in the pod's events.
+		events, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	flag("alive", true)
-
-	c := workloadContainer("main", "sleep", "3600")
-	c.ReadinessProbe = execProbe("read", `C:\flags\ready`)
-	c.LivenessProbe = execProbe("read", `C:\flags\alive`)
-	c.VolumeMounts = []corev1.VolumeMount{{Name: "flags", MountPath: `C:\flags`}}
-	pod := windowsPod("exec-probes", corev1.RestartPolicyAlways, c)
-	pod.Spec.Volumes = []corev1.Volume{{Name: "flags", VolumeSource: corev1.VolumeSource{
-		HostPath: &corev1.HostPathVolumeSource{Path: win, Type: ptr(corev1.HostPathDirectory)}}}}
-	createPod(t, cs, ns, pod)
-
-	// Running, alive, and not Ready while the readiness probe fails.
-	p := waitPod(t, cs, ns, pod.Name, func(p *corev1.Pod) bool { return running(p, "main") })
-	if podReady(p) {
-		t.Fatalf("pod Ready before C:\\flags\\ready exists: %s", describe(p))
-	}
-	flag("ready", true)
-	waitPod(t, cs, ns, pod.Name, podReady)
-	flag("ready", false)
-	p = waitPod(t, cs, ns, pod.Name, func(p *corev1.Pod) bool { return !podReady(p) })
-	if s := containerStatus(p, "main"); s == nil || s.State.Running == nil || s.RestartCount != 0 {
-		t.Fatalf("readiness failing: the container should go on running, unrestarted: %s", describe(p))
-	}
-
-	// The liveness probe fails: kubelet restarts the container and counts it.
-	flag("alive", false)
-	p = waitPod(t, cs, ns, pod.Name, func(p *corev1.Pod) bool {
-		s := containerStatus(p, "main")
-		return s != nil && s.RestartCount >= 1
+		var unhealthy, killing bool
+		for _, e := range events.Items {
+			unhealthy = unhealthy || e.Reason == "Unhealthy"
+			killing = killing || e.Reason == "Killing"
+		}
+		if !unhealthy || !killing {
+			t.Errorf("events: Unhealthy %v, Killing %v; want both", unhealthy, killing)
+		}
 	})
-	s := containerStatus(p, "main")
-	if s.LastTerminationState.Terminated == nil {
-		t.Errorf("restarted container without a last termination state: %s", describe(p))
-	}
-	// Alive and ready again: the restarted container keeps running with its count.
-	flag("alive", true)
-	flag("ready", true)
-	p = waitPod(t, cs, ns, pod.Name, podReady)
-	if s := containerStatus(p, "main"); s.RestartCount < 1 {
-		t.Errorf("restartCount %d after a liveness failure, want at least 1", s.RestartCount)
-	}
-	// kubelet says why, in the pod's events.
-	events, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var unhealthy, killing bool
-	for _, e := range events.Items {
-		unhealthy = unhealthy || e.Reason == "Unhealthy"
-		killing = killing || e.Reason == "Killing"
-	}
-	if !unhealthy || !killing {
-		t.Errorf("events: Unhealthy %v, Killing %v; want both", unhealthy, killing)
-	}
 }
 
 // TestNetworkProbes runs HTTP and TCP probes, which kubelet.exe makes from the node's host
