@@ -52,16 +52,6 @@ func podFinished(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
-// podReady is the pod's Ready condition.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // containerStatus is the status of the pod's container name, or nil.
 func containerStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {
 	for i := range p.Status.ContainerStatuses {

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
-// deleteAndWait deletes a running pod (with its own terminationGracePeriodSeconds) and waits
-// for kubelet to report its container's end, answering that status and the pod it came with.
-// It does not wait for the pod to leave the API: see docs/cluster.md on volume teardown.
+// deleteAndWait deletes a running pod (with its own terminationGracePeriodSeconds), waits for
+// kubelet to report its container's end and then for the pod to leave the API (kubelet deletes
+// it once its volumes are torn down), and answers that status and the pod it came with.
 func deleteAndWait(t *testing.T, cs *kubernetes.Clientset, ns, name, container string) (*corev1.ContainerStatus, *corev1.Pod) {
 	t.Helper()
 	if err := cs.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
@@ -25,6 +26,17 @@ func deleteAndWait(t *testing.T, cs *kubernetes.Clientset, ns, name, container s
 		s := containerStatus(p, container)
 		return p.DeletionTimestamp != nil && s != nil && s.State.Terminated != nil
 	})
+	deadline := time.Now().Add(waitLong)
+	for {
+		_, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s/%s: still in the API %s after its container ended (%v)", ns, name, waitLong, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 	return containerStatus(p, container), p
 }
 
