@@ -6,6 +6,7 @@
 #   2. bcryptprimitives.dll built from hack/wine/bcryptprimitives.c, winecompat.c, winebackup.c,
 #      winepipe.c, winespawn.c, winesymlink.c and winesock.c (rebuilt when the source changes)
 #   3. a private Wine prefix under ${RUNHCS_CACHE:-~/.cache/runhcs}/wine/prefix (about 11 s the first time)
+#   3b. powershell.exe (hack/wine/powershell), over Wine's stub in the prefix
 #   4. computecore.dll, the stand-in HCS API, vmcompute.dll, the stand-in layer API, HNSCall and
 #      the HCS v1 functions of hcsshim's HotAttachEndpoint (over computecore.dll), and
 #      computenetwork.dll, the stand-in HCN API, that forward to hcsemu over TCP
@@ -116,6 +117,20 @@ install_dll() {
 	fi
 }
 
+# build_exe NAME PACKAGE: a Windows Go program of this repository into the cache, rebuilt when its
+# sources change.
+build_exe() {
+	local name="$1" pkg="$2" exe="${WINE_CACHE}/$1" sum
+	sum="$(cat "${WINE_HACK}/../../${pkg}"/*.go | sha256sum | cut -d' ' -f1)"
+	if [[ -f "${exe}" && "$(cat "${exe}.sha256" 2>/dev/null)" == "${sum}" ]]; then
+		return 0
+	fi
+	log "building ${name}"
+	(cd "${WINE_HACK}/../.." && GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go build -trimpath -o "${exe}.tmp" "./${pkg}")
+	mv "${exe}.tmp" "${exe}"
+	echo "${sum}" >"${exe}.sha256"
+}
+
 install_packages
 mkdir -p "${WINE_CACHE}"
 wine_env
@@ -142,3 +157,11 @@ install_dll computecore.dll
 install_dll vmcompute.dll
 install_dll computenetwork.dll
 install_dll pdh.dll
+# powershell.exe over Wine's stub, where Windows keeps it (on PATH): hack/wine/powershell.
+build_exe powershell.exe hack/wine/powershell
+ps_dst="${WINE_PREFIX_DIR}/drive_c/windows/system32/WindowsPowerShell/v1.0/powershell.exe"
+if ! cmp -s "${WINE_CACHE}/powershell.exe" "${ps_dst}"; then
+	mkdir -p "$(dirname "${ps_dst}")"
+	cp "${WINE_CACHE}/powershell.exe" "${ps_dst}.tmp"
+	mv "${ps_dst}.tmp" "${ps_dst}"
+fi

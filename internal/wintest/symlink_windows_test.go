@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/windows"
@@ -164,5 +166,44 @@ func TestSymlinkReparsePoint(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(outside, "keep.txt")); err != nil || string(b) != "keep me" {
 		t.Errorf("the folder a removed link led to: %q, %v; want it untouched", b, err)
+	}
+}
+
+// TestPowershellGetItem: the two PowerShell commands kubelet's Windows subPath preparation runs
+// (k8s.io/kubernetes pkg/volume/util/subpath/subpath_windows.go) answer as PowerShell does:
+// LinkType "SymbolicLink" and the stored Target for a link, nothing for a folder or a file, and
+// a failure for a missing path. Under Wine, hack/wine/powershell stands in for PowerShell.
+func TestPowershellGetItem(t *testing.T) {
+	if _, err := exec.LookPath("powershell"); err != nil {
+		t.Fatalf("no powershell on PATH: %v", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "file.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.txt")
+	if err := os.Symlink("file.txt", link); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(link)
+	ask := func(path, prop string) (string, error) {
+		cmd := exec.Command("powershell", "/c", "$ErrorActionPreference = 'Stop'; (Get-Item -Force -LiteralPath $env:linkpath)."+prop)
+		cmd.Env = append(os.Environ(), "linkpath="+path)
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	for _, c := range []struct{ path, prop, want string }{
+		{link, "LinkType", "SymbolicLink"},
+		{link, "Target", "file.txt"},
+		{filepath.Join(dir, "file.txt"), "LinkType", ""},
+		{dir, "LinkType", ""},
+		{dir, "Target", ""},
+	} {
+		if got, err := ask(c.path, c.prop); err != nil || got != c.want {
+			t.Errorf("(Get-Item %s).%s: %q, %v; want %q", c.path, c.prop, got, err, c.want)
+		}
+	}
+	if out, err := ask(filepath.Join(dir, "missing"), "LinkType"); err == nil {
+		t.Errorf("(Get-Item missing).LinkType succeeded with %q; want a failure ($ErrorActionPreference = 'Stop')", out)
 	}
 }
