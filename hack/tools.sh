@@ -2,7 +2,7 @@
 # hack/tools.sh builds the pinned tools the build and the tests use, from the Go module proxy,
 # into a cache keyed by tool version and Go version, and prints nothing but errors.
 #
-#   hack/tools.sh [all|proto|lint|containerd|containerd1.7|cni|containerd-windows|containerd1.7-windows|kubernetes|kubelet]
+#   hack/tools.sh [all|proto|lint|containerd|containerd1.7|cni|containerd-windows|containerd1.7-windows|kubernetes|kubelet|kube-proxy]
 #   (default: all)
 #
 # The pins live in tools/go.mod (protoc-gen-go, protoc-gen-go-ttrpc, containerd 2.x and ctr),
@@ -13,9 +13,10 @@
 # (paths containerd1.7.exe, ctr1.7.exe), for running them under Wine (hack/wine/containerd.sh,
 # make test-wine-containerd); not part of `all`. kubernetes builds the cluster's pins
 # (hack/cluster.sh): kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (Linux) and
-# kubelet.exe (windows/amd64) from tools/kubernetes/go.mod, etcd from tools/etcd/go.mod; not part
-# of `all` either (kubelet.exe alone takes about 12 minutes on one busy core); kubelet builds
-# kubelet.exe alone. Cache: $RUNHCS_CACHE, default
+# kubelet.exe and kube-proxy.exe (windows/amd64) from tools/kubernetes/go.mod, etcd from
+# tools/etcd/go.mod and CoreDNS from tools/coredns; not part of `all` either (kubelet.exe alone
+# takes about 12 minutes on one busy core); kubelet builds kubelet.exe alone, kube-proxy
+# kube-proxy.exe alone. Cache: $RUNHCS_CACHE, default
 # ~/.cache/runhcs. `hack/tools.sh path NAME` prints where a tool lives (built or not).
 set -euo pipefail
 
@@ -67,8 +68,9 @@ path_of() {
 	containerd1.7.exe) echo "$(tooldir containerd.exe "$(modver tools/containerd1.7 github.com/containerd/containerd)")/containerd.exe" ;;
 	ctr1.7.exe) echo "$(tooldir ctr.exe "$(modver tools/containerd1.7 github.com/containerd/containerd)")/ctr.exe" ;;
 	win-bridge.exe | host-local.exe) echo "$(tooldir "$1" "$(modver tools/cni github.com/containernetworking/plugins)")/$1" ;;
-	kube-apiserver | kube-controller-manager | kube-scheduler | kubectl | kubelet.exe) echo "$(tooldir "$1" "$(modver tools/kubernetes k8s.io/kubernetes)")/$1" ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler | kubectl | kubelet.exe | kube-proxy.exe) echo "$(tooldir "$1" "$(modver tools/kubernetes k8s.io/kubernetes)")/$1" ;;
 	etcd) echo "$(tooldir etcd "$(modver tools/etcd go.etcd.io/etcd/server/v3)")/etcd" ;;
+	coredns) echo "$(tooldir coredns "$(corednsver)")/coredns" ;;
 	*) echo "tools: unknown tool $1" >&2; return 1 ;;
 	esac
 }
@@ -153,6 +155,21 @@ kubernetes() {
 		build tools/kubernetes "${cmd}" "${v}" "k8s.io/kubernetes/cmd/${cmd}" "" "${ld}"
 	done
 	kubelet
+	kube_proxy
+	build tools/coredns coredns "$(corednsver)" .
+}
+# corednsver keys the CoreDNS build by its pin and by the plugin list tools/coredns/main.go
+# compiles in, so a changed list builds again.
+corednsver() {
+	echo "$(modver tools/coredns github.com/coredns/coredns)-$(sha256sum "${ROOT}/tools/coredns/main.go" | cut -c1-8)"
+}
+# kube_proxy builds kube-proxy.exe: the Windows node's Service proxy (winkernel mode, on HNS
+# load balancers), run beside kubelet.exe on each emulated node.
+kube_proxy() {
+	local v ld=""
+	v="$(modver tools/kubernetes k8s.io/kubernetes)"
+	kube_ldflags
+	GOOS=windows GOARCH=amd64 build tools/kubernetes kube-proxy.exe "${v}" k8s.io/kubernetes/cmd/kube-proxy "" "${ld}"
 }
 
 case "${1:-all}" in
@@ -166,6 +183,7 @@ containerd-windows) containerd2_windows ;;
 containerd1.7-windows) containerd17_windows ;;
 kubernetes) kubernetes ;;
 kubelet) kubelet ;;
+kube-proxy) kube_proxy ;;
 path) path_of "$2" ;;
 *) echo "usage: $0 [all|proto|lint|containerd|containerd1.7|cni|containerd-windows|containerd1.7-windows|kubernetes|path NAME]" >&2; exit 2 ;;
 esac
