@@ -11,14 +11,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/hcsemu"
 )
 
@@ -37,11 +34,8 @@ type kubeletOptions struct {
 	extra                           []string // after --, appended last: kubelet takes the last of a repeated flag
 }
 
-// kubeletCmd starts kubelet.exe (the Windows build) as one of the node's processes and returns
-// once its healthz answers: in the node's Wine prefix (so the node's `down`, which ends every
-// process of the prefix, ends it too), in the emulated host's network namespace (where
-// containerd.exe and the pods' networks are), with the flags a Windows kubelet runs with
-// (kubeletArgs). Without --kubeconfig it runs standalone, its pods from the manifest folder
+// kubeletCmd starts kubelet.exe (the Windows build) as one of the node's services (agent) and
+// returns once its healthz answers, with the flags a Windows kubelet runs with (kubeletArgs). Without --kubeconfig it runs standalone, its pods from the manifest folder
 // DIR/kubelet/manifests. Its output goes to DIR/logs/kubelet.log.
 func kubeletCmd(args []string) error {
 	fs := flag.NewFlagSet("kubelet", flag.ExitOnError)
@@ -76,72 +70,13 @@ func kubeletCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	if b, err := os.ReadFile(kubeletPIDFile(o.root)); err == nil {
-		var pid int
-		if _, err := fmt.Sscan(string(b), &pid); err == nil && syscall.Kill(pid, 0) == nil && belongs(pid, o.root) {
-			return fmt.Errorf("kubelet already runs in the node at %s (pid %d)", o.root, pid)
-		}
-	}
-	for _, d := range []string{kubeletManifests(o.root), filepath.Join(o.root, "logs")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
+	if err := os.MkdirAll(kubeletManifests(o.root), 0o755); err != nil {
+		return err
 	}
 	if err := removeStaleSockets(filepath.Join(env["WINEPREFIX"], "drive_c", "var", "lib", "kubelet", "device-plugins")); err != nil {
 		return err
 	}
-	// `winnode restart kubelet` starts it again with exactly these flags.
-	if err := atomicfile.WriteJSON(kubeletArgsFile(o.root), args, 0o644); err != nil {
-		return err
-	}
-	argv := append([]string{"hostns", "--root", emuRoot(o.root), "--", env["WINE64"], o.exe}, kubeletArgs(o, env)...)
-	hcsemuBin, err := os.ReadFile(filepath.Join(o.root, "hcsemu.path"))
-	if err != nil {
-		return fmt.Errorf("the node's hcsemu: %w", err)
-	}
-	cmd := exec.Command(string(hcsemuBin), argv...)
-	cmd.Env = os.Environ()
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	logPath := filepath.Join(o.root, "logs", "kubelet.log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	fmt.Fprintf(logf, "winnode kubelet: %s\n", strings.Join(cmd.Args, " "))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Started in C:\ (the prefix's drive_c, which Wine shows as C:\), as Windows starts a service
-	// in a folder of C:: kubelet's Windows defaults are rooted paths without a drive
-	// (podLogsDir /var/log/pods, the plugin folders), which Windows resolves on the current
-	// drive. From a Linux folder Wine's current drive would be Z:, the Linux root.
-	cmd.Dir = filepath.Join(env["WINEPREFIX"], "drive_c")
-	// Its own session: it outlives this command, as the node's other parts outlive `up`.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	if err := os.WriteFile(kubeletPIDFile(o.root), []byte(fmt.Sprint(cmd.Process.Pid)), 0o644); err != nil {
-		return err
-	}
-	deadline := time.After(o.timeout)
-	for {
-		if kubeletHealthy(o.root) {
-			fmt.Fprintf(os.Stderr, "winnode: kubelet healthy in %.2fs (node %s, log %s)\n", time.Since(start).Seconds(), o.nodeName, logPath)
-			return nil
-		}
-		select {
-		case err := <-exited:
-			return fmt.Errorf("kubelet.exe exited (%v) before its healthz answered; its log: %s", err, logPath)
-		case <-deadline:
-			return fmt.Errorf("kubelet's healthz did not answer within %s; its log: %s (it keeps running: winnode down --root %s)", o.timeout, logPath, o.root)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+	return kubeletAgent.run(o.root, env, args, o.exe, kubeletArgs(o, env), o.timeout)
 }
 
 // kubeletArgs are kubelet.exe's flags: those of a Windows node (Kubernetes' Windows
@@ -177,17 +112,19 @@ func kubeletArgs(o kubeletOptions, env map[string]string) []string {
 }
 
 func kubeletManifests(root string) string { return filepath.Join(root, "kubelet", "manifests") }
-func kubeletPIDFile(root string) string   { return filepath.Join(root, "kubelet", "kubelet.pid") }
-func kubeletArgsFile(root string) string  { return filepath.Join(root, "kubelet", "kubelet.args.json") }
+
+// kubeletAgent is kubelet.exe as a node service: healthy once its healthz answers.
+var kubeletAgent = agent{name: "kubelet", exe: "kubelet.exe", healthy: kubeletHealthy}
 
 // kubeletHealthy asks kubelet's healthz in the emulated host's network namespace.
 func kubeletHealthy(root string) bool {
-	body, err := kubeletGet(root, fmt.Sprintf("http://127.0.0.1:%d/healthz", kubeletHealthzPort))
+	body, err := hostGet(root, fmt.Sprintf("http://127.0.0.1:%d/healthz", kubeletHealthzPort))
 	return err == nil && strings.TrimSpace(string(body)) == "ok"
 }
 
-// kubeletGet GETs url with connections made in the emulated host's network namespace.
-func kubeletGet(root, url string) ([]byte, error) {
+// hostGet GETs url with connections made in the emulated host's network namespace, and fails
+// unless the answer is 200 OK.
+func hostGet(root, url string) ([]byte, error) {
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var c net.Conn
 		err := hcsemu.InHostNetns(emuRoot(root), func() (err error) {

@@ -121,7 +121,7 @@ func TestKubeletStaticPod(t *testing.T) {
 	// The node's figures, once kubelet's counters have been collected (every 10 s).
 	var s summary
 	waitUntil(t, "non-zero node processor time and memory in /stats/summary", 5*time.Minute, func() bool {
-		b, err := kubeletGet(root, fmt.Sprintf("http://127.0.0.1:%d/stats/summary", kubeletReadOnlyPort))
+		b, err := hostGet(root, fmt.Sprintf("http://127.0.0.1:%d/stats/summary", kubeletReadOnlyPort))
 		if err != nil {
 			return false
 		}
@@ -141,7 +141,7 @@ func TestKubeletStaticPod(t *testing.T) {
 	}
 
 	// down ends kubelet.exe with the node's other processes and leaves nothing.
-	b, err := os.ReadFile(kubeletPIDFile(root))
+	b, err := os.ReadFile(kubeletAgent.pidFile(root))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,8 @@ func usage() {
        winnode down --root DIR
        winnode run --root DIR [--shim-kills] -- PROGRAM [ARGS…]
        winnode kubelet --root DIR --exe KUBELET.EXE [--kubeconfig FILE] [--node-name NAME] [-- KUBELET FLAGS…]
-       winnode restart --root DIR kubelet|containerd`)
+       winnode kube-proxy --root DIR --exe KUBE-PROXY.EXE --kubeconfig FILE [--node-name NAME] [-- KUBE-PROXY FLAGS…]
+       winnode restart --root DIR kubelet|kube-proxy|containerd`)
 	os.Exit(2)
 }
 
@@ -41,6 +42,8 @@ func main() {
 		err = runCmd(os.Args[2:])
 	case "kubelet":
 		err = kubeletCmd(os.Args[2:])
+	case "kube-proxy":
+		err = kubeProxyCmd(os.Args[2:])
 	case "restart":
 		err = restartCmd(os.Args[2:])
 	default:

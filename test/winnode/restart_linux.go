@@ -10,12 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/test/internal/rootdir"
 )
 
@@ -27,6 +25,7 @@ import (
 //
 //   - kubelet: kubelet.exe, started again by `winnode kubelet` with the flags it was first
 //     started with (DIR/kubelet/kubelet.args.json); returns once its healthz answers.
+//   - kube-proxy: kube-proxy.exe, likewise (DIR/kube-proxy/kube-proxy.args.json).
 //   - containerd: containerd.exe, started again with the node's configuration, its log appended
 //     to logs/containerd.log; returns once it answers `ctr version`. The shims, the snapshotter
 //     and the pods keep running: containerd reconnects to its shims from their bootstrap files.
@@ -40,7 +39,7 @@ func restartCmd(args []string) error {
 	}
 	*root = filepath.Clean(*root)
 	if fs.NArg() != 1 {
-		return fmt.Errorf("restart: want one service, kubelet or containerd; got %q", fs.Args())
+		return fmt.Errorf("restart: want one service, kubelet, kube-proxy or containerd; got %q", fs.Args())
 	}
 	env, err := readEnv(*root)
 	if err != nil {
@@ -48,35 +47,22 @@ func restartCmd(args []string) error {
 	}
 	switch svc := fs.Arg(0); svc {
 	case "kubelet":
-		return restartKubelet(*root, *timeout)
+		args, err := kubeletAgent.stop(*root, *timeout)
+		if err != nil {
+			return err
+		}
+		return kubeletCmd(args)
+	case "kube-proxy":
+		args, err := kubeProxyAgent.stop(*root, *timeout)
+		if err != nil {
+			return err
+		}
+		return kubeProxyCmd(args)
 	case "containerd":
 		return restartContainerd(*root, env, *timeout)
 	default:
-		return fmt.Errorf("restart: service %q: want kubelet or containerd", svc)
+		return fmt.Errorf("restart: service %q: want kubelet, kube-proxy or containerd", svc)
 	}
-}
-
-func restartKubelet(root string, timeout time.Duration) error {
-	var args []string
-	ok, err := atomicfile.ReadJSON(kubeletArgsFile(root), &args)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("no kubelet was started in the node at %s (%s is missing): start it with `winnode kubelet`", root, kubeletArgsFile(root))
-	}
-	b, err := os.ReadFile(kubeletPIDFile(root))
-	if err != nil {
-		return fmt.Errorf("kubelet's pid: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return fmt.Errorf("kubelet's pid file %s: %q: %w", kubeletPIDFile(root), b, err)
-	}
-	if err := killAndWait(pid, "kubelet.exe", timeout); err != nil {
-		return err
-	}
-	return kubeletCmd(args)
 }
 
 // containerdPIDs are the node's containerd.exe processes: Wine shows a Windows program's Unix

@@ -33,8 +33,8 @@ func TestRestartBadInput(t *testing.T) {
 			t.Errorf("restart %q: %v, want an error with %q", c.args, err, c.want)
 		}
 	}
-	if _, err := os.Stat(kubeletArgsFile(root)); !os.IsNotExist(err) {
-		t.Errorf("restart made %s: %v", kubeletArgsFile(root), err)
+	if _, err := os.Stat(kubeletAgent.argsFile(root)); !os.IsNotExist(err) {
+		t.Errorf("restart made %s: %v", kubeletAgent.argsFile(root), err)
 	}
 }
 
