@@ -47,14 +47,14 @@ up)
 	bash hack/tools.sh kubernetes
 	mkdir -p "${dir}/bin"
 	CGO_ENABLED=0 go build -o "${dir}/bin/" ./test/cluster
-	for t in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+	for t in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl coredns; do
 		ln -f "$(bash hack/tools.sh path "${t}")" "${dir}/bin/${t}" 2>/dev/null || cp "$(bash hack/tools.sh path "${t}")" "${dir}/bin/${t}"
 	done
 	printf 'cluster: %-34s %7.2fs\n' "build" "$(elapsed "${t0}")" >&2
 	"${dir}/bin/cluster" up --root "${dir}" --bin "${dir}/bin" >/dev/null
 	bash hack/winnode.sh up --root "${dir}/nodes/${node}" --containerd "${containerd}" >/dev/null
 	"${dir}/bin/cluster" join --root "${dir}" --node "${node}" --index 1 --node-root "${dir}/nodes/${node}" \
-		--kubelet "$(bash hack/tools.sh path kubelet.exe)"
+		--kubelet "$(bash hack/tools.sh path kubelet.exe)" --kube-proxy "$(bash hack/tools.sh path kube-proxy.exe)"
 	printf 'cluster: %-34s %7.2fs\n' "cluster up" "$(elapsed "${t0}")" >&2
 	cat "${dir}/cluster.env"
 	echo "cluster: up; kubeconfig ${dir}/kubeconfig; try: hack/cluster.sh run --root ${dir} kubectl get nodes -o wide; stop with: hack/cluster.sh down --root ${dir}" >&2

@@ -3,12 +3,13 @@
 // Command cluster runs a Kubernetes cluster on one Linux machine whose Windows worker is the
 // emulated Windows node (issue 22; docs/cluster.md): etcd, kube-apiserver,
 // kube-controller-manager and kube-scheduler of one pinned release (tools/kubernetes,
-// tools/etcd) as Linux processes with TLS between them, and kubelet.exe (the Windows build of the
-// same release) on each emulated node (test/winnode), joined to it.
+// tools/etcd) as Linux processes with TLS between them, and kubelet.exe and kube-proxy.exe (the
+// Windows builds of the same release) on each emulated node (test/winnode), joined to it.
 //
 //	cluster up   --root DIR --bin BINDIR          start the control plane, write DIR/kubeconfig
-//	cluster join --root DIR --node NAME --node-root NODEROOT --kubelet KUBELET.EXE
+//	cluster join --root DIR --node NAME --node-root NODEROOT --kubelet KUBELET.EXE [--kube-proxy KUBE-PROXY.EXE]
 //	                                              link a running node to the cluster, start its kubelet
+//	                                              and kube-proxy
 //	cluster down --root DIR                       stop everything, nodes included; leave nothing
 //	cluster run  --root DIR -- PROGRAM ARGS…      run a program with KUBECONFIG, on the cluster's network
 //

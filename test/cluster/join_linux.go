@@ -26,7 +26,7 @@ import (
 const nicName = "Ethernet"
 
 // joinCmd links a running emulated node (test/winnode, at --node-root) to the cluster and starts
-// its kubelet.exe, then waits for its Node to be Ready.
+// its kubelet.exe, then waits for its Node to be Ready, and then starts its kube-proxy.exe.
 func joinCmd(args []string) error {
 	fs := flag.NewFlagSet("join", flag.ExitOnError)
 	root := fs.String("root", "", "the cluster's folder")
@@ -34,6 +34,7 @@ func joinCmd(args []string) error {
 	index := fs.Int("index", 1, "the node's number on the physical network (1, 2, …): its address is 10.251.0.(10+N)")
 	nodeRoot := fs.String("node-root", "", "the running node's folder (hack/winnode.sh up --root)")
 	kubelet := fs.String("kubelet", "", "kubelet.exe (hack/tools.sh path kubelet.exe)")
+	kubeProxy := fs.String("kube-proxy", "", "kube-proxy.exe (hack/tools.sh path kube-proxy.exe); none: the node runs no kube-proxy, so no Service reaches its pods")
 	timeout := fs.Duration("timeout", 10*time.Minute, "how long to wait for the Node to be Ready")
 	fs.Parse(args)
 	if *root == "" || *name == "" || *nodeRoot == "" || *kubelet == "" {
@@ -71,6 +72,11 @@ func joinCmd(args []string) error {
 	}
 	if err := step(w, *name+": Node Ready", func() error { return waitNodeReady(c, *nodeRoot, *name, *timeout) }); err != nil {
 		return err
+	}
+	if *kubeProxy != "" {
+		if err := step(w, *name+": kube-proxy.exe", func() error { return startKubeProxy(*root, *nodeRoot, *kubeProxy, *name) }); err != nil {
+			return err
+		}
 	}
 	pr("%-34s %7.2fs\n", *name+": joined", time.Since(start).Seconds())
 	return nil
@@ -185,7 +191,7 @@ func kubeletFlags(dir, name, addr string) []string {
 		"--tls-cert-file=" + win(filepath.Join(dir, "kubelet-serving.crt")),
 		"--tls-private-key-file=" + win(filepath.Join(dir, "kubelet-serving.key")),
 		"--anonymous-auth=false", "--authentication-token-webhook=true", "--authorization-mode=Webhook",
-		"--cluster-domain=" + clusterDomain,
+		"--cluster-domain=" + clusterDomain, "--cluster-dns=" + dnsServiceIP,
 	}
 }
 

@@ -40,7 +40,7 @@ func nodeAddr(n int) (netip.Addr, error) {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage: cluster up --root DIR --bin BINDIR
-       cluster join --root DIR --node NAME --node-root NODEROOT --kubelet KUBELET.EXE [-- KUBELET FLAGS…]
+       cluster join --root DIR --node NAME --node-root NODEROOT --kubelet KUBELET.EXE [--kube-proxy KUBE-PROXY.EXE] [-- KUBELET FLAGS…]
        cluster down --root DIR
        cluster run --root DIR -- PROGRAM [ARGS…]`)
 	os.Exit(2)
@@ -84,7 +84,7 @@ type flags struct {
 
 func (f *flags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.root, "root", "", "the cluster's folder (required; it must be empty or hold only BINDIR)")
-	fs.StringVar(&f.bin, "bin", "", "folder with etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl (hack/tools.sh kubernetes)")
+	fs.StringVar(&f.bin, "bin", "", "folder with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and coredns (hack/tools.sh kubernetes)")
 }
 
 func (f *flags) validate() error {

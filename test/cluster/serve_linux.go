@@ -138,6 +138,9 @@ func (p *plane) up(ctx context.Context) error {
 	if err := step(p.steps, "kube-scheduler", p.startScheduler); err != nil {
 		return err
 	}
+	if err := step(p.steps, "cluster DNS (CoreDNS)", p.startDNS); err != nil {
+		return err
+	}
 	fmt.Fprintf(p.steps, "%-34s %7.2fs (API server https://%s:%d)\n", "control plane up", time.Since(start).Seconds(), apiAddr, apiPort)
 	return rootdir.WriteEnv(envFile(p.root), [][2]string{
 		{"KUBECONFIG", kubeconfigOf(p.root)}, {"RUNHCS_CLUSTER_ROOT", p.root},
@@ -199,6 +202,7 @@ func (p *plane) pki() error {
 		{kubeconfigOf(p.root), certSpec{cn: "kubernetes-admin", orgs: []string{"system:masters"}, client: true}},
 		{p.path("controller-manager.kubeconfig"), certSpec{cn: "system:kube-controller-manager", client: true}},
 		{p.path("scheduler.kubeconfig"), certSpec{cn: "system:kube-scheduler", client: true}},
+		{p.path("coredns.kubeconfig"), certSpec{cn: "system:coredns", client: true}},
 	} {
 		kp, err := kube.issue(c.spec, now)
 		if err != nil {
