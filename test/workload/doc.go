@@ -37,6 +37,9 @@
 //	                      request with 200 and TEXT, until killed
 //	connect ADDRESS MSG   connect to ADDRESS (retrying for up to 10 s while it is refused or
 //	                      unreachable), send MSG and a newline, print the one-line answer
+//	get URL [COUNT]       GET the http://HOST:PORT/PATH URL COUNT times (default 1), each on a new
+//	                      connection, and print each answer's body on a line ("error: …" for a
+//	                      failed request; then exit 1 at the end)
 //	resolve NAME          look NAME up with the system's resolver and print its IPv4 addresses,
 //	                      one a line, sorted (under hcsemu the container's C:\etc\resolv.conf)
 //	pipe PIPE MSG         open the named pipe PIPE (\\.\pipe\NAME), send MSG and a newline, print

@@ -146,6 +146,19 @@ func dispatch(cmd string, args []string, stdin io.Reader, stdout, stderr io.Writ
 			return usageError{fmt.Sprintf("want ADDRESS (host:port) MESSAGE, got %q", args)}
 		}
 		return connect(args[0], args[1], stdout)
+	case "get":
+		count := 1
+		if len(args) == 2 {
+			n, err := strconv.Atoi(args[1])
+			if err != nil || n < 1 {
+				return usageError{fmt.Sprintf("COUNT %q: want a positive number", args[1])}
+			}
+			count = n
+		}
+		if len(args) < 1 || len(args) > 2 {
+			return usageError{fmt.Sprintf("want URL [COUNT], got %q", args)}
+		}
+		return get(args[0], count, stdout)
 	case "resolve":
 		if len(args) != 1 {
 			return usageError{fmt.Sprintf("want NAME, got %q", args)}

@@ -104,6 +104,60 @@ func serveHTTP(address, text string, stdout io.Writer) error {
 	}
 }
 
+// get GETs the http:// URL count times, each on a new connection (so that a load balancer
+// chooses a backend for each), and prints each answer's body on a line: with servers that
+// answer their own name, which backend served each request. A request that fails prints
+// "error: …" on its line and get goes on; get fails if any did. Written by hand, as serveHTTP.
+func get(rawURL string, count int, stdout io.Writer) error {
+	hostPath, ok := strings.CutPrefix(rawURL, "http://")
+	if !ok {
+		return usageError{fmt.Sprintf("URL %q: want http://HOST:PORT/PATH", rawURL)}
+	}
+	host, path, _ := strings.Cut(hostPath, "/")
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		return usageError{fmt.Sprintf("URL %q: %v", rawURL, err)}
+	}
+	failed := 0
+	for range count {
+		body, err := getOnce(host, "/"+path)
+		if err != nil {
+			failed++
+			body = "error: " + err.Error()
+		}
+		if _, err := fmt.Fprintln(stdout, body); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d requests to %s failed", failed, count, rawURL)
+	}
+	return nil
+}
+
+func getOnce(host, path string) (string, error) {
+	c, err := net.DialTimeout("tcp", host, 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(c, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, host); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(c)
+	if err != nil {
+		return "", err
+	}
+	head, body, ok := strings.Cut(string(b), "\r\n\r\n")
+	if !ok {
+		return "", fmt.Errorf("no HTTP answer: %q", b)
+	}
+	if status, _, _ := strings.Cut(head, "\r\n"); !strings.Contains(status, " 200 ") {
+		return "", fmt.Errorf("answer %q", status)
+	}
+	return body, nil
+}
+
 // resolve looks NAME up with the system's resolver and prints its IPv4 addresses, one a line,
 // sorted. The Linux build's resolver is Go's own (the binary is static): under hcsemu it reads
 // the container's C:\etc\resolv.conf, where hcsemu writes the pod's DNS settings

@@ -106,3 +106,37 @@ func TestResolve(t *testing.T) {
 		t.Errorf("resolve without a name: exit %d, stderr %q", code, errb.String())
 	}
 }
+
+// TestGet: get fetches the http server's text COUNT times and prints it a line each; a closed
+// port prints an error line per request and exits 1; a bad URL or count is a usage error.
+func TestGet(t *testing.T) {
+	pr, pw := io.Pipe()
+	go run([]string{"http", "127.0.0.1:0", "backend-a"}, nil, pw, io.Discard)
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(strings.TrimSpace(line), "listening ")
+	var out, errb bytes.Buffer
+	if code := run([]string{"get", "http://" + addr + "/x", "3"}, nil, &out, &errb); code != 0 || out.String() != "backend-a\nbackend-a\nbackend-a\n" {
+		t.Errorf("get 3: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"get", "http://" + closed + "/", "2"}, nil, &out, &errb); code != 1 ||
+		strings.Count(out.String(), "error: ") != 2 || !strings.Contains(errb.String(), "2 of 2 requests") {
+		t.Errorf("get from a closed port: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	for _, args := range [][]string{{"get"}, {"get", "ftp://x:1/"}, {"get", "http://nohost/"}, {"get", "http://x:1/", "0"}, {"get", "http://x:1/", "1", "2"}} {
+		errb.Reset()
+		if code := run(args, nil, io.Discard, &errb); code != 2 {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and a usage message", args, code, errb.String())
+		}
+	}
+}
