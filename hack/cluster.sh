@@ -10,7 +10,7 @@
 #   hack/cluster.sh down [--root DIR]
 #   hack/cluster.sh run [--root DIR] PROGRAM ARGS…      e.g. run kubectl get nodes -o wide
 #   hack/cluster.sh test [--root DIR] [--containerd 2|1.7] [go test flags…]
-#   hack/cluster.sh bench [--root DIR]                  pod start-up figures on a running cluster
+#   hack/cluster.sh bench [--root DIR] [-test.bench RE]  pod start-up and Service figures on a running cluster
 #
 # up builds what is missing (cached in $RUNHCS_CACHE), prints the time of each step, writes
 # DIR/kubeconfig and DIR/cluster.env. DIR defaults to /tmp/runhcs-cluster; the node lives in
@@ -19,7 +19,9 @@
 # brings a cluster up, runs test/k8s against it, checks that down cleans up after a crash
 # (test/cluster TestDownAfterCrash) and takes it down (make test-cluster). bench prints the pod
 # start-up figures (p50, p90, p99 over 30 pods: process-isolated, Hyper-V, a Deployment scaled
-# from 0 to 30; test/k8s BenchmarkPodStartup) of the cluster that is up, with the load average.
+# from 0 to 30; test/k8s BenchmarkPodStartup) and the Service figures (kube-proxy's sync of 100
+# Services of 3 backends, connect latency through a ClusterIP against the pod address; test/k8s
+# BenchmarkServices) of the cluster that is up, with the load average.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
@@ -95,7 +97,7 @@ bench)
 	CGO_ENABLED=0 go test -c -o "${dir}/bin/k8s.test" ./test/k8s
 	echo "cluster: load average before: $(cat /proc/loadavg)" >&2
 	PATH="${dir}/bin:${PATH}" "${dir}/bin/cluster" run --root "${dir}" -- "${dir}/bin/k8s.test" \
-		-test.run '^$' -test.bench 'PodStartup' -test.benchtime 1x -test.timeout 60m "$@"
+		-test.run '^$' -test.bench 'PodStartup|Services' -test.benchtime 1x -test.timeout 60m "$@"
 	echo "cluster: load average after: $(cat /proc/loadavg)" >&2
 	;;
 *)

@@ -53,7 +53,7 @@ func webDeployment(name string, replicas int32, text string) *appsv1.Deployment 
 
 // waitRollout waits until the Deployment's controller has seen its latest generation and every
 // replica is of the latest template, available and Ready, with no old pod left.
-func waitRollout(t *testing.T, cs *kubernetes.Clientset, ns, name string) *appsv1.Deployment {
+func waitRollout(t testing.TB, cs *kubernetes.Clientset, ns, name string) *appsv1.Deployment {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(waitLong)
@@ -83,7 +83,7 @@ func waitRollout(t *testing.T, cs *kubernetes.Clientset, ns, name string) *appsv
 }
 
 // podsOf lists the pods of the Deployment's label app=NAME.
-func podsOf(t *testing.T, cs *kubernetes.Clientset, ns, app string) []corev1.Pod {
+func podsOf(t testing.TB, cs *kubernetes.Clientset, ns, app string) []corev1.Pod {
 	t.Helper()
 	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
 	if err != nil {

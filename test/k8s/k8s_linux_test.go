@@ -59,7 +59,7 @@ func client(t testing.TB) *kubernetes.Clientset {
 }
 
 // windowsNode is the cluster's Windows node.
-func windowsNode(t *testing.T, cs *kubernetes.Clientset) *corev1.Node {
+func windowsNode(t testing.TB, cs *kubernetes.Clientset) *corev1.Node {
 	t.Helper()
 	nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: corev1.LabelOSStable + "=windows"})
 	if err != nil {

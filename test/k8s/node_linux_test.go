@@ -25,7 +25,7 @@ import (
 // would on a Windows host (hcsdiag, Get-HnsEndpoint, Get-Process, Restart-Service).
 
 // nodeRoot is the folder of the cluster's Windows node (`cluster run` sets RUNHCS_CLUSTER_ROOT).
-func nodeRoot(t *testing.T) string {
+func nodeRoot(t testing.TB) string {
 	t.Helper()
 	root := os.Getenv("RUNHCS_CLUSTER_ROOT")
 	if root == "" {

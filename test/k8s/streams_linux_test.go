@@ -43,7 +43,7 @@ func restConfig(t *testing.T) *rest.Config {
 }
 
 // startPod creates the pod on the Windows node in ns and waits until all its containers run.
-func startPod(t *testing.T, cs *kubernetes.Clientset, ns string, pod *corev1.Pod) *corev1.Pod {
+func startPod(t testing.TB, cs *kubernetes.Clientset, ns string, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	if pod.Spec.NodeSelector == nil {
 		pod.Spec.NodeSelector = map[string]string{corev1.LabelOSStable: "windows"}

@@ -1,0 +1,329 @@
+//go:build linux
+
+package k8s
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/openhcs/runhcs/internal/hcsemu"
+)
+
+// Services on the Windows node: kube-proxy.exe (winkernel) programs each into the node's HNS as
+// load balancers, which hcsemu makes real forwarding; the cluster DNS is CoreDNS behind the
+// kube-dns Service. The backends answer HTTP with their own pod name, so each request shows
+// which backend served it.
+
+// servicePort is the port the tests' Services listen on (the backends' is webPort).
+const servicePort = 80
+
+// namedWeb is a Deployment of HTTP servers on the Windows node that answer their pod's name.
+func namedWeb(name string, replicas int32) *appsv1.Deployment {
+	d := webDeployment(name, replicas, "$(POD_NAME)")
+	c := &d.Spec.Template.Spec.Containers[0]
+	c.Env = append(c.Env, corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}})
+	return d
+}
+
+// service makes a Service of the Deployment's pods, of type typ (ClusterIP, NodePort), or
+// headless when headless is set.
+func service(t testing.TB, cs *kubernetes.Clientset, ns, name, app string, typ corev1.ServiceType, headless bool) *corev1.Service {
+	t.Helper()
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.ServiceSpec{
+			Type:     typ,
+			Selector: map[string]string{"app": app},
+			Ports:    []corev1.ServicePort{{Name: "http", Port: servicePort, TargetPort: intstr.FromInt32(webPort), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	if headless {
+		s.Spec.ClusterIP = corev1.ClusterIPNone
+	}
+	s, err := cs.CoreV1().Services(ns).Create(context.Background(), s, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// clientPod is a pod on the Windows node that idles, for the tests to exec requests in.
+func clientPod(t testing.TB, cs *kubernetes.Clientset, ns string) string {
+	t.Helper()
+	startPod(t, cs, ns, workloadPod("client", "sleep", "3600"))
+	return "client"
+}
+
+// inPod runs the workload with args in the pod (kubectl exec) and gives its output and error.
+func inPod(ns, pod string, args ...string) (string, error) {
+	cmd := exec.Command("kubectl", append([]string{"exec", "-n", ns, pod, "--", workload}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("kubectl exec %s %s: %v: %s", pod, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), err
+}
+
+// httpGet GETs http://addr/ with a connection dialled by dial, and gives the body.
+func httpGet(dial func(network, addr string) (net.Conn, error), addr string) (string, error) {
+	c, err := dial("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(c, "GET / HTTP/1.0\r\nHost: %s\r\n\r\n", addr); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(c)
+	if err != nil {
+		return "", err
+	}
+	head, body, ok := strings.Cut(string(b), "\r\n\r\n")
+	if !ok || !strings.Contains(head, " 200 ") {
+		return "", fmt.Errorf("GET http://%s/: %q", addr, b)
+	}
+	return body, nil
+}
+
+// fromHere dials from the tests' own network namespace: the cluster's network, outside the
+// node, as another machine on the node's network would.
+func fromHere(network, addr string) (net.Conn, error) {
+	return net.DialTimeout(network, addr, 5*time.Second)
+}
+
+// fromNodeHost dials from the Windows node's host (the emulated host's network namespace),
+// as a host process (kubelet's probes, a HostProcess pod) would.
+func fromNodeHost(t testing.TB) func(network, addr string) (net.Conn, error) {
+	root := filepath.Join(nodeRoot(t), "emu")
+	return func(network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := hcsemu.InHostNetns(root, func() (err error) {
+			c, err = net.DialTimeout(network, addr, 5*time.Second)
+			return err
+		})
+		return c, err
+	}
+}
+
+// requests GETs http://addr/ n times with dial and gives the bodies, sorted.
+func requests(dial func(network, addr string) (net.Conn, error), addr string, n int) ([]string, error) {
+	var got []string
+	for range n {
+		body, err := httpGet(dial, addr)
+		if err != nil {
+			return got, err
+		}
+		got = append(got, body)
+	}
+	slices.Sort(got)
+	return got, nil
+}
+
+// checkSpread asserts that every answer is one of the backends and that every backend answered.
+func checkSpread(t *testing.T, what string, got []string, backends []string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, b := range got {
+		if !slices.Contains(backends, b) {
+			t.Errorf("%s: an answer from %q, not one of the backends %v (all: %v)", what, b, backends, got)
+			return
+		}
+		seen[b] = true
+	}
+	if len(seen) != len(backends) {
+		t.Errorf("%s: %d requests reached %d of the %d backends %v: %v", what, len(got), len(seen), len(backends), backends, got)
+	}
+}
+
+// podNames are the names of the Deployment's running, Ready pods, sorted.
+func podNames(t testing.TB, cs *kubernetes.Clientset, ns, app string) []string {
+	t.Helper()
+	var names []string
+	for _, p := range podsOf(t, cs, ns, app) {
+		if p.DeletionTimestamp == nil && podReady(&p) {
+			names = append(names, p.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// podIPs are the addresses of the Deployment's running, Ready pods, sorted.
+func podIPs(t testing.TB, cs *kubernetes.Clientset, ns, app string) []string {
+	t.Helper()
+	var ips []string
+	for _, p := range podsOf(t, cs, ns, app) {
+		if p.DeletionTimestamp == nil && podReady(&p) {
+			ips = append(ips, p.Status.PodIP)
+		}
+	}
+	slices.Sort(ips)
+	return ips
+}
+
+// waitReadyEndpoints waits until the Service's EndpointSlices hold exactly n ready endpoints,
+// and answers when they did.
+func waitReadyEndpoints(t testing.TB, cs *kubernetes.Clientset, ns, svc string, n int) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for {
+		slices, err := cs.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := 0
+		for _, s := range slices.Items {
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready == nil || *e.Conditions.Ready {
+					ready++
+				}
+			}
+		}
+		if ready == n {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("service %s/%s: %d ready endpoints after %s, want %d", ns, svc, ready, waitLong, n)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// waitServing waits until a GET of addr through dial succeeds: kube-proxy has programmed the
+// Service's load balancer on the node.
+func waitServing(t testing.TB, what string, dial func(network, addr string) (net.Conn, error), addr string) {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for {
+		_, err := httpGet(dial, addr)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s does not answer after %s: %v", what, addr, waitLong, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestServices: a Deployment of 3 backends behind a ClusterIP, a NodePort and a headless
+// Service on the Windows node. The ClusterIP answers from a pod and from the node's host, the
+// NodePort from the host and from outside the node (the cluster network), each spreading its
+// requests over all 3 backends; the headless Service resolves to the 3 pod addresses. Scaled
+// down to 1 and up to 3, the Services follow: 5 s after the endpoints changed, no request
+// reaches a removed backend, and every new one gets requests.
+func TestServices(t *testing.T) {
+	cs := client(t)
+	ns := namespace(t, cs)
+	ctx := context.Background()
+	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, namedWeb("web", 3), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cip := service(t, cs, ns, "web", "web", corev1.ServiceTypeClusterIP, false)
+	np := service(t, cs, ns, "web-np", "web", corev1.ServiceTypeNodePort, false)
+	service(t, cs, ns, "web-headless", "web", corev1.ServiceTypeClusterIP, true)
+	client := clientPod(t, cs, ns)
+	waitRollout(t, cs, ns, "web")
+	waitReadyEndpoints(t, cs, ns, "web", 3)
+	backends := podNames(t, cs, ns, "web")
+	node := windowsNode(t, cs)
+	var nodeIP string
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			nodeIP = a.Address
+		}
+	}
+	clusterAddr := net.JoinHostPort(cip.Spec.ClusterIP, fmt.Sprint(servicePort))
+	nodePortAddr := net.JoinHostPort(nodeIP, fmt.Sprint(np.Spec.Ports[0].NodePort))
+	host := fromNodeHost(t)
+
+	waitServing(t, "ClusterIP from the node's host", host, clusterAddr)
+	t.Run("ClusterIPFromPod", func(t *testing.T) {
+		out, err := inPod(ns, client, "get", "http://"+clusterAddr+"/", "30")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		checkSpread(t, "ClusterIP "+clusterAddr+" from a pod", strings.Fields(out), backends)
+	})
+	t.Run("ClusterIPFromHost", func(t *testing.T) {
+		got, err := requests(host, clusterAddr, 30)
+		if err != nil {
+			t.Fatalf("ClusterIP %s from the node's host: %v (answers so far: %v)", clusterAddr, err, got)
+		}
+		checkSpread(t, "ClusterIP "+clusterAddr+" from the node's host", got, backends)
+	})
+	t.Run("NodePortFromOutside", func(t *testing.T) {
+		waitServing(t, "NodePort from the cluster network", fromHere, nodePortAddr)
+		got, err := requests(fromHere, nodePortAddr, 30)
+		if err != nil {
+			t.Fatalf("NodePort %s from the cluster network: %v (answers so far: %v)", nodePortAddr, err, got)
+		}
+		checkSpread(t, "NodePort "+nodePortAddr+" from the cluster network", got, backends)
+	})
+	t.Run("NodePortFromHost", func(t *testing.T) {
+		got, err := requests(host, nodePortAddr, 30)
+		if err != nil {
+			t.Fatalf("NodePort %s from the node's host: %v (answers so far: %v)", nodePortAddr, err, got)
+		}
+		checkSpread(t, "NodePort "+nodePortAddr+" from the node's host", got, backends)
+	})
+	t.Run("Headless", func(t *testing.T) {
+		out, err := inPod(ns, client, "resolve", "web-headless")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := strings.Fields(out), podIPs(t, cs, ns, "web"); !slices.Equal(got, want) {
+			t.Errorf("web-headless resolves to %v, want the pods' addresses %v", got, want)
+		}
+	})
+	t.Run("Scale", func(t *testing.T) {
+		scale := func(n int32) time.Time {
+			t.Helper()
+			sc, err := cs.AppsV1().Deployments(ns).GetScale(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc.Spec.Replicas = n
+			if _, err := cs.AppsV1().Deployments(ns).UpdateScale(ctx, "web", sc, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitRollout(t, cs, ns, "web")
+			return waitReadyEndpoints(t, cs, ns, "web", int(n))
+		}
+		changed := scale(1)
+		time.Sleep(time.Until(changed.Add(5 * time.Second)))
+		left := podNames(t, cs, ns, "web")
+		got, err := requests(host, clusterAddr, 20)
+		if err != nil {
+			t.Fatalf("after scaling to 1: %v (answers so far: %v)", err, got)
+		}
+		checkSpread(t, "5 s after scaling to 1", got, left)
+		changed = scale(3)
+		time.Sleep(time.Until(changed.Add(5 * time.Second)))
+		got, err = requests(host, clusterAddr, 30)
+		if err != nil {
+			t.Fatalf("after scaling to 3: %v (answers so far: %v)", err, got)
+		}
+		checkSpread(t, "5 s after scaling to 3", got, podNames(t, cs, ns, "web"))
+	})
+}
