@@ -38,7 +38,7 @@ func nodeRoot(t testing.TB) string {
 }
 
 // winnode runs the node's own program (test/winnode) on it, e.g. `restart kubelet`.
-func winnode(t *testing.T, root string, args ...string) string {
+func winnode(t testing.TB, root string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(root, "bin", "winnode"), append([]string{args[0], "--root", root}, args[1:]...)...)
 	out, err := cmd.CombinedOutput()

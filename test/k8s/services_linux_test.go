@@ -231,7 +231,8 @@ func waitServing(t testing.TB, what string, dial func(network, addr string) (net
 // NodePort from the host and from outside the node (the cluster network), each spreading its
 // requests over all 3 backends; the headless Service resolves to the 3 pod addresses. Scaled
 // down to 1 and up to 3, the Services follow: 5 s after the endpoints changed, no request
-// reaches a removed backend, and every new one gets requests.
+// reaches a removed backend, and every new one gets requests. kube-proxy restarted programs
+// them all again.
 func TestServices(t *testing.T) {
 	cs := client(t)
 	ns := namespace(t, cs)
@@ -325,5 +326,22 @@ func TestServices(t *testing.T) {
 			t.Fatalf("after scaling to 3: %v (answers so far: %v)", err, got)
 		}
 		checkSpread(t, "5 s after scaling to 3", got, podNames(t, cs, ns, "web"))
+	})
+	// kube-proxy killed and started again (Restart-Service kube-proxy) deletes every load
+	// balancer at start and programs the Services again: once its healthz answers (its first
+	// sync), the Services answer as before.
+	t.Run("KubeProxyRestart", func(t *testing.T) {
+		winnode(t, nodeRoot(t), "restart", "kube-proxy")
+		backends := podNames(t, cs, ns, "web")
+		got, err := requests(host, clusterAddr, 30)
+		if err != nil {
+			t.Fatalf("ClusterIP after kube-proxy's restart: %v (answers so far: %v)", err, got)
+		}
+		checkSpread(t, "ClusterIP after kube-proxy's restart", got, backends)
+		got, err = requests(fromHere, nodePortAddr, 30)
+		if err != nil {
+			t.Fatalf("NodePort after kube-proxy's restart: %v (answers so far: %v)", err, got)
+		}
+		checkSpread(t, "NodePort after kube-proxy's restart", got, backends)
 	})
 }
