@@ -21,8 +21,9 @@ import (
 // metricsBindAddress 127.0.0.1:10249).
 const kubeProxyMetrics = "127.0.0.1:10249"
 
-// syncDurations reads kube-proxy's sync histogram (kubeproxy_sync_proxy_rules_duration_seconds:
-// how long each sync of the Services into HNS took): the sum of the durations and the count.
+// syncDurations reads kube-proxy's sync histogram of its IPv4 proxier
+// (kubeproxy_sync_proxy_rules_duration_seconds{ip_family="IPv4"}: how long each sync of the
+// Services into HNS took): the sum of the durations and the count.
 func syncDurations(b testing.TB) (sum float64, count int) {
 	b.Helper()
 	c, err := fromNodeHost(b)("tcp", kubeProxyMetrics)
@@ -40,9 +41,9 @@ func syncDurations(b testing.TB) (sum float64, count int) {
 			continue
 		}
 		switch name {
-		case "kubeproxy_sync_proxy_rules_duration_seconds_sum":
+		case `kubeproxy_sync_proxy_rules_duration_seconds_sum{ip_family="IPv4"}`:
 			sum, _ = strconv.ParseFloat(val, 64)
-		case "kubeproxy_sync_proxy_rules_duration_seconds_count":
+		case `kubeproxy_sync_proxy_rules_duration_seconds_count{ip_family="IPv4"}`:
 			count, _ = strconv.Atoi(val)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -22,19 +24,48 @@ type kubeProxyOptions struct {
 	extra                           []string // after --, appended last: kube-proxy takes the last of a repeated flag
 }
 
-// kubeProxyAgent is kube-proxy.exe as a node service: healthy once its healthz answers 200,
-// which kube-proxy gives only after it has programmed the Services it was sent (its first sync)
-// and keeps giving while its syncs succeed (k8s.io/kubernetes v1.37.2
-// pkg/proxy/healthcheck/proxy_health.go).
+// kubeProxyMetricsPort is kube-proxy's metrics port in the emulated host (its default,
+// metricsBindAddress 127.0.0.1:10249).
+const kubeProxyMetricsPort = 10249
+
+// kubeProxyAgent is kube-proxy.exe as a node service: healthy once its healthz answers 200 and
+// it has programmed the cluster's Services into the node's HNS once. Its healthz alone does not
+// say that: it answers 200 from the start, until updates it has queued wait too long
+// (k8s.io/kubernetes v1.37.2 pkg/proxy/healthcheck/proxy_health.go, Health), so a client that
+// trusted it right after a restart met Services not programmed yet. The first sync shows in its
+// metrics: winkernel sets kubeproxy_sync_proxy_rules_last_timestamp_seconds at the end of each
+// sync that programmed HNS (pkg/proxy/winkernel/proxier.go, syncProxyRules), and not while it
+// waits for its first Services and endpoints.
 var kubeProxyAgent = agent{name: "kube-proxy", exe: "kube-proxy.exe", healthy: kubeProxyHealthy}
 
 func kubeProxyHealthy(root string) bool {
-	_, err := hostGet(root, fmt.Sprintf("http://127.0.0.1:%d/healthz", kubeProxyHealthzPort))
-	return err == nil
+	if _, err := hostGet(root, fmt.Sprintf("http://127.0.0.1:%d/healthz", kubeProxyHealthzPort)); err != nil {
+		return false
+	}
+	metrics, err := hostGet(root, fmt.Sprintf("http://127.0.0.1:%d/metrics", kubeProxyMetricsPort))
+	return err == nil && synced(string(metrics))
+}
+
+// synced reports whether kube-proxy's metrics show a completed sync of its IPv4 proxier (the
+// node's family; in dual-stack mode the IPv6 proxier has its own).
+func synced(metrics string) bool {
+	for _, line := range strings.Split(metrics, "\n") {
+		rest, ok := strings.CutPrefix(line, "kubeproxy_sync_proxy_rules_last_timestamp_seconds{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok || !strings.Contains(labels, `ip_family="IPv4"`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		return err == nil && v > 0
+	}
+	return false
 }
 
 // kubeProxyCmd starts kube-proxy.exe (the Windows build) as one of the node's services (agent)
-// and returns once its healthz answers, with the flags a Windows node runs it with
+// and returns once it has synced the cluster's Services (kubeProxyAgent), with the flags a Windows node runs it with
 // (kubeProxyArgs).
 func kubeProxyCmd(args []string) error {
 	fs := flag.NewFlagSet("kube-proxy", flag.ExitOnError)

@@ -69,3 +69,23 @@ func TestRemoveStaleSockets(t *testing.T) {
 		t.Errorf("a missing folder: %v", err)
 	}
 }
+
+// TestKubeProxySynced: kube-proxy counts as synced only once its IPv4 proxier's last-sync
+// timestamp is set; the IPv6 proxier's, a zero value and comments do not count.
+func TestKubeProxySynced(t *testing.T) {
+	for _, c := range []struct {
+		metrics string
+		want    bool
+	}{
+		{"", false},
+		{"# HELP kubeproxy_sync_proxy_rules_last_timestamp_seconds x\n# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge\n", false},
+		{`kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} 0` + "\n", false},
+		{`kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv6"} 1.7e+09` + "\n", false},
+		{`kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv6"} 1.7e+09` + "\n" +
+			`kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} 1.7642271e+09` + "\n", true},
+	} {
+		if got := synced(c.metrics); got != c.want {
+			t.Errorf("synced(%q) = %v, want %v", c.metrics, got, c.want)
+		}
+	}
+}
