@@ -567,9 +567,12 @@ func (l *linuxNet) setVIPRoutes(lbs []lbRule) error {
 		if want[v] == link {
 			continue
 		}
-		rt := netlink.Route{Dst: ipNet(v, 32)}
-		if err := l.host.RouteDel(&rt); err != nil && !errors.Is(err, unix.ESRCH) {
-			return fmt.Errorf("remove the route of VIP %s: %w", v, err)
+		// The route went with its bridge if that is gone.
+		if br, err := l.host.LinkByName(link); err == nil {
+			rt := netlink.Route{Dst: ipNet(v, 32), LinkIndex: br.Attrs().Index, Scope: netlink.SCOPE_LINK}
+			if err := l.host.RouteDel(&rt); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("remove the route of VIP %s: %w", v, err)
+			}
 		}
 		delete(l.vipRoutes, v)
 	}
