@@ -209,7 +209,12 @@ func TestHcsshimLoadBalancers(t *testing.T) {
 	if _, err := hcsshim.HNSListPolicyListRequest(); err != nil {
 		t.Fatalf("HNSListPolicyListRequest (kube-proxy's IsCompatible): %v", err)
 	}
-	f := hcsshimhcn.GetSupportedFeatures()
+	// kube-proxy calls hnslib's GetSupportedFeatures, which is this (hcsshim deprecates the
+	// uncached name).
+	f, err := hcsshimhcn.GetCachedSupportedFeatures()
+	if err != nil {
+		t.Fatalf("supported features: %v", err)
+	}
 	if !f.Api.V2 || !f.DSR || !f.SessionAffinity || f.ModifyLoadbalancer {
 		t.Errorf("features %+v: want V2, DSR and SessionAffinity, not ModifyLoadbalancer (HNS 13.2)", f)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
-// The three object kinds share one shape: create (handle, query, close), get (open, query,
+// The four object kinds share one shape: create (handle, query, close), get (open, query,
 // close), list (enumerate, then get each), modify and delete by id. kind gives the API's
 // functions for one kind, over uintptr handles.
 type kind struct {
@@ -366,8 +366,10 @@ var loadBalancerKind = kind{
 	modify: func(api computenetwork.API, h uintptr, s string) error {
 		return api.ModifyLoadBalancer(computenetwork.LoadBalancer(h), s)
 	},
-	del:   computenetwork.API.DeleteLoadBalancer,
-	close: func(api computenetwork.API, h uintptr) error { return api.CloseLoadBalancer(computenetwork.LoadBalancer(h)) },
+	del: computenetwork.API.DeleteLoadBalancer,
+	close: func(api computenetwork.API, h uintptr) error {
+		return api.CloseLoadBalancer(computenetwork.LoadBalancer(h))
+	},
 }
 
 // CreateLoadBalancer creates a load balancer (kube-proxy's Service frontends) and returns it as
