@@ -33,6 +33,22 @@ func endpointAt(t *testing.T, c *Client, networkID, ip string, flags uint32) *hc
 	return ep
 }
 
+// podAt makes a pod for one test: a namespace with an endpoint at ip on the network. It returns
+// "<namespace id> <endpoint id>".
+func podAt(t *testing.T, c *Client, networkID, ip string) string {
+	t.Helper()
+	ep := endpointAt(t, c, networkID, ip, 0)
+	ns, err := c.CreateNamespace(ctx(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.DeleteNamespace(context.Background(), ns.Id) })
+	if err := c.AddNamespaceEndpoint(ctx(t), ns.Id, ep.Id); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Id + " " + ep.Id
+}
+
 // clusterIP is a load balancer as kube-proxy makes one for a ClusterIP Service
 // (winkernel/hns.go getLoadBalancer).
 func clusterIP(vip string, port, target uint16, endpoints ...string) *hcn.HostComputeLoadBalancer {
@@ -155,25 +171,20 @@ func TestContractLoadBalancerTraffic(t *testing.T) {
 	c := requireContract(t)
 	run, root, workload := emulatedHost(t)
 	n := network(t, c, l2bridgeNetwork("contract-lb-traffic", "10.251.33.0/24", "10.251.33.1"))
-	// A namespace with an endpoint: a pod.
-	pod := func(ip string) string {
-		ep := endpointAt(t, c, n.Id, ip, 0)
-		ns, err := c.CreateNamespace(ctx(t), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.DeleteNamespace(context.Background(), ns.Id) })
-		if err := c.AddNamespaceEndpoint(ctx(t), ns.Id, ep.Id); err != nil {
-			t.Fatal(err)
-		}
-		return ns.Id + " " + ep.Id
-	}
+	pod := func(ip string) string { return podAt(t, c, n.Id, ip) }
 	var backendNS, backendEP []string
 	for i := 1; i <= 3; i++ {
 		f := strings.Fields(pod(fmt.Sprintf("10.251.33.%d", 10+i)))
 		backendNS, backendEP = append(backendNS, f[0]), append(backendEP, f[1])
 	}
 	client := strings.Fields(pod("10.251.33.20"))[0]
+	// A fourth backend stands for a pod on another node: it is on a network of its own
+	// (another subnet, which the host routes to), and the first network knows it as a remote
+	// endpoint with its address, as kube-proxy creates it.
+	other := network(t, c, l2bridgeNetwork("contract-lb-other", "10.251.34.0/24", "10.251.34.1"))
+	far := strings.Fields(podAt(t, c, other.Id, "10.251.34.11"))[0]
+	backendNS = append(backendNS, far)
+	remote := endpointAt(t, c, n.Id, "10.251.34.11", hcn.EndpointFlagsRemoteEndpoint)
 
 	const env = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin; "
 	netns := func(id string) string { return root + "/netns/" + id }
@@ -183,7 +194,7 @@ func TestContractLoadBalancerTraffic(t *testing.T) {
 	for i, ns := range backendNS {
 		script += fmt.Sprintf("nsenter --net=%s %s http 0.0.0.0:8080 backend-%d </dev/null >$d/%d.out 2>&1 & echo $! >>$d/pids\n", netns(ns), workload, i+1, i+1)
 	}
-	script += "for f in 1 2 3; do i=0; until grep -q listening $d/$f.out; do i=$((i+1)); [ $i -lt 600 ] || { cat $d/$f.out; exit 1; }; sleep 0.1; done; done\n"
+	script += "for f in 1 2 3 4; do i=0; until grep -q listening $d/$f.out; do i=$((i+1)); [ $i -lt 600 ] || { cat $d/$f.out; exit 1; }; sleep 0.1; done; done\n"
 	out, err := run(script)
 	if err != nil {
 		t.Fatalf("start the backends: %v", err)
@@ -234,6 +245,15 @@ func TestContractLoadBalancerTraffic(t *testing.T) {
 		t.Errorf("pod → ClusterIP with source-IP affinity: answers %q (%v); want one backend", seen, err)
 	}
 
+	// A remote backend is forwarded to its address, routed by the host.
+	rlb, err := c.CreateLoadBalancer(ctx(t), clusterIP("10.251.133.12", 80, 8080, backendEP[0], remote.Id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen, err := get(netns(client), "10.251.133.12", 80, 60); !slices.Equal(seen, []string{"backend-1", "backend-4"}) {
+		t.Errorf("pod → ClusterIP with a remote backend: answers %q (%v); want backend-1 and backend-4", seen, err)
+	}
+
 	np, err := c.CreateLoadBalancer(ctx(t), nodePort(30080, 8080, backendEP[1]))
 	if err != nil {
 		t.Fatal(err)
@@ -245,16 +265,36 @@ func TestContractLoadBalancerTraffic(t *testing.T) {
 		t.Errorf("pod → the host's address 10.251.33.1:30080 (NodePort): answers %q (%v); want backend-2", seen, err)
 	}
 
-	for _, id := range []string{lb.Id, slb.Id, np.Id} {
+	// From outside: a namespace linked to the host as another node is (a veth pair standing
+	// for the node's NIC, 192.0.2.0/24), made and removed by the test, never the machine's.
+	outside := dir + "/outside"
+	if out, err := run(env + fmt.Sprintf(`touch %[1]s && unshare --net=%[1]s true &&
+ip link add hlbout0 type veth peer name eth0 netns %[1]s && ip addr add 192.0.2.1/24 dev hlbout0 && ip link set hlbout0 up &&
+nsenter --net=%[1]s sh -c 'ip addr add 192.0.2.2/24 dev eth0 && ip link set eth0 up && ip link set lo up && ip route add default via 192.0.2.1'`, outside)); err != nil {
+		t.Fatalf("the outside namespace: %v: %s", err, out)
+	}
+	t.Cleanup(func() { run(env + "ip link del hlbout0; umount " + outside) })
+	if seen, err := get(outside, "192.0.2.1", 30080, 3); !slices.Equal(seen, []string{"backend-2"}) {
+		t.Errorf("outside → the host's address 192.0.2.1:30080 (NodePort): answers %q (%v); want backend-2", seen, err)
+	}
+	// A ClusterIP is the node's own: a client outside that routes it to the host gets nothing.
+	if _, err := run(env + "nsenter --net=" + outside + " ip route add 10.251.133.10/32 via 192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	if seen, _ := get(outside, "10.251.133.10", 80, 1); slices.ContainsFunc(seen, func(s string) bool { return strings.HasPrefix(s, "backend-") }) {
+		t.Errorf("outside → ClusterIP 10.251.133.10:80: answers %q; want none", seen)
+	}
+
+	for _, id := range []string{lb.Id, slb.Id, rlb.Id, np.Id} {
 		if err := c.DeleteLoadBalancer(ctx(t), id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	out, err = run(env + "nft list table ip hcsemu; ip route show 10.251.133.10; ip route show 10.251.133.11")
+	out, err = run(env + "nft list table ip hcsemu; ip route show 10.251.133.10; ip route show 10.251.133.11; ip route show 10.251.133.12")
 	if err != nil {
 		t.Fatalf("the emulated host's rules: %v", err)
 	}
-	for _, s := range []string{"10.251.133.10", "10.251.133.11", "30080"} {
+	for _, s := range []string{"10.251.133.10", "10.251.133.11", "10.251.133.12", "10.251.34.11", "30080"} {
 		if strings.Contains(out, s) {
 			t.Errorf("after the load balancers' deletion, %s is still in the host's rules or routes:\n%s", s, out)
 		}
