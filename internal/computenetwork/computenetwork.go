@@ -18,12 +18,13 @@ import (
 	"strings"
 )
 
-// Handles are opaque values owned by the implementation: HCN_NETWORK, HCN_ENDPOINT and
-// HCN_NAMESPACE on Windows, table keys in the emulator client.
+// Handles are opaque values owned by the implementation: HCN_NETWORK, HCN_ENDPOINT,
+// HCN_NAMESPACE and HCN_LOADBALANCER on Windows, table keys in the emulator client.
 type (
-	Network   uintptr
-	Endpoint  uintptr
-	Namespace uintptr
+	Network      uintptr
+	Endpoint     uintptr
+	Namespace    uintptr
+	LoadBalancer uintptr
 )
 
 // GUID is a Windows GUID in its in-memory layout, which is what the HCN functions take.
@@ -90,6 +91,14 @@ type API interface {
 	QueryNamespaceProperties(ns Namespace, query string) (properties string, err error)
 	DeleteNamespace(id GUID) error
 	CloseNamespace(ns Namespace) error
+
+	EnumerateLoadBalancers(query string) (loadBalancers string, err error)
+	CreateLoadBalancer(id GUID, settings string) (LoadBalancer, error)
+	OpenLoadBalancer(id GUID) (LoadBalancer, error)
+	ModifyLoadBalancer(lb LoadBalancer, settings string) error
+	QueryLoadBalancerProperties(lb LoadBalancer, query string) (properties string, err error)
+	DeleteLoadBalancer(id GUID) error
+	CloseLoadBalancer(lb LoadBalancer) error
 
 	// HNSCall is vmcompute.dll's HNSCall(method, path, object, &response): the HNS v1 REST-like
 	// surface (GET /networks/, POST /endpoints/, GET /globals/version, …). The response is

@@ -18,6 +18,8 @@ func New() (API, error) {
 		procHcnQueryEndpointProperties, procHcnDeleteEndpoint, procHcnCloseEndpoint,
 		procHcnEnumerateNamespaces, procHcnCreateNamespace, procHcnOpenNamespace, procHcnModifyNamespace,
 		procHcnQueryNamespaceProperties, procHcnDeleteNamespace, procHcnCloseNamespace,
+		procHcnEnumerateLoadBalancers, procHcnCreateLoadBalancer, procHcnOpenLoadBalancer, procHcnModifyLoadBalancer,
+		procHcnQueryLoadBalancerProperties, procHcnDeleteLoadBalancer, procHcnCloseLoadBalancer,
 		procHNSCall,
 	} {
 		if err := p.Find(); err != nil {
@@ -234,6 +236,64 @@ func (dll) DeleteNamespace(id GUID) error {
 
 func (dll) CloseNamespace(ns Namespace) error {
 	return check("HcnCloseNamespace", hcnCloseNamespace(ns), nil)
+}
+
+func (dll) EnumerateLoadBalancers(query string) (string, error) {
+	q, err := utf16("HcnEnumerateLoadBalancers", "query", query)
+	if err != nil {
+		return "", err
+	}
+	var out, result *uint16
+	hr := hcnEnumerateLoadBalancers(q, &out, &result)
+	s := take(out)
+	return s, check("HcnEnumerateLoadBalancers", hr, result)
+}
+
+func (dll) CreateLoadBalancer(id GUID, settings string) (LoadBalancer, error) {
+	s, err := utf16("HcnCreateLoadBalancer", "settings", settings)
+	if err != nil {
+		return 0, err
+	}
+	var h LoadBalancer
+	var result *uint16
+	hr := hcnCreateLoadBalancer(&id, s, &h, &result)
+	return h, check("HcnCreateLoadBalancer", hr, result)
+}
+
+func (dll) OpenLoadBalancer(id GUID) (LoadBalancer, error) {
+	var h LoadBalancer
+	var result *uint16
+	hr := hcnOpenLoadBalancer(&id, &h, &result)
+	return h, check("HcnOpenLoadBalancer", hr, result)
+}
+
+func (dll) ModifyLoadBalancer(lb LoadBalancer, settings string) error {
+	s, err := utf16("HcnModifyLoadBalancer", "settings", settings)
+	if err != nil {
+		return err
+	}
+	var result *uint16
+	return check("HcnModifyLoadBalancer", hcnModifyLoadBalancer(lb, s, &result), result)
+}
+
+func (dll) QueryLoadBalancerProperties(lb LoadBalancer, query string) (string, error) {
+	q, err := utf16("HcnQueryLoadBalancerProperties", "query", query)
+	if err != nil {
+		return "", err
+	}
+	var out, result *uint16
+	hr := hcnQueryLoadBalancerProperties(lb, q, &out, &result)
+	s := take(out)
+	return s, check("HcnQueryLoadBalancerProperties", hr, result)
+}
+
+func (dll) DeleteLoadBalancer(id GUID) error {
+	var result *uint16
+	return check("HcnDeleteLoadBalancer", hcnDeleteLoadBalancer(&id, &result), result)
+}
+
+func (dll) CloseLoadBalancer(lb LoadBalancer) error {
+	return check("HcnCloseLoadBalancer", hcnCloseLoadBalancer(lb), nil)
 }
 
 func (dll) HNSCall(method, path, request string) (string, error) {

@@ -30,4 +30,12 @@ package computenetwork
 //sys	hcnDeleteNamespace(id *GUID, result **uint16) (hr int32) = computenetwork.HcnDeleteNamespace
 //sys	hcnCloseNamespace(namespace Namespace) (hr int32) = computenetwork.HcnCloseNamespace
 
+//sys	hcnEnumerateLoadBalancers(query *uint16, loadBalancers **uint16, result **uint16) (hr int32) = computenetwork.HcnEnumerateLoadBalancers
+//sys	hcnCreateLoadBalancer(id *GUID, settings *uint16, loadBalancer *LoadBalancer, result **uint16) (hr int32) = computenetwork.HcnCreateLoadBalancer
+//sys	hcnOpenLoadBalancer(id *GUID, loadBalancer *LoadBalancer, result **uint16) (hr int32) = computenetwork.HcnOpenLoadBalancer
+//sys	hcnModifyLoadBalancer(loadBalancer LoadBalancer, settings *uint16, result **uint16) (hr int32) = computenetwork.HcnModifyLoadBalancer
+//sys	hcnQueryLoadBalancerProperties(loadBalancer LoadBalancer, query *uint16, properties **uint16, result **uint16) (hr int32) = computenetwork.HcnQueryLoadBalancerProperties
+//sys	hcnDeleteLoadBalancer(id *GUID, result **uint16) (hr int32) = computenetwork.HcnDeleteLoadBalancer
+//sys	hcnCloseLoadBalancer(loadBalancer LoadBalancer) (hr int32) = computenetwork.HcnCloseLoadBalancer
+
 //sys	hnsCall(method *uint16, path *uint16, object *uint16, response **uint16) (hr int32) = vmcompute.HNSCall

@@ -41,32 +41,45 @@ var (
 	modcomputenetwork = windows.NewLazySystemDLL("computenetwork.dll")
 	modvmcompute      = windows.NewLazySystemDLL("vmcompute.dll")
 
-	procHcnCloseEndpoint            = modcomputenetwork.NewProc("HcnCloseEndpoint")
-	procHcnCloseNamespace           = modcomputenetwork.NewProc("HcnCloseNamespace")
-	procHcnCloseNetwork             = modcomputenetwork.NewProc("HcnCloseNetwork")
-	procHcnCreateEndpoint           = modcomputenetwork.NewProc("HcnCreateEndpoint")
-	procHcnCreateNamespace          = modcomputenetwork.NewProc("HcnCreateNamespace")
-	procHcnCreateNetwork            = modcomputenetwork.NewProc("HcnCreateNetwork")
-	procHcnDeleteEndpoint           = modcomputenetwork.NewProc("HcnDeleteEndpoint")
-	procHcnDeleteNamespace          = modcomputenetwork.NewProc("HcnDeleteNamespace")
-	procHcnDeleteNetwork            = modcomputenetwork.NewProc("HcnDeleteNetwork")
-	procHcnEnumerateEndpoints       = modcomputenetwork.NewProc("HcnEnumerateEndpoints")
-	procHcnEnumerateNamespaces      = modcomputenetwork.NewProc("HcnEnumerateNamespaces")
-	procHcnEnumerateNetworks        = modcomputenetwork.NewProc("HcnEnumerateNetworks")
-	procHcnModifyEndpoint           = modcomputenetwork.NewProc("HcnModifyEndpoint")
-	procHcnModifyNamespace          = modcomputenetwork.NewProc("HcnModifyNamespace")
-	procHcnModifyNetwork            = modcomputenetwork.NewProc("HcnModifyNetwork")
-	procHcnOpenEndpoint             = modcomputenetwork.NewProc("HcnOpenEndpoint")
-	procHcnOpenNamespace            = modcomputenetwork.NewProc("HcnOpenNamespace")
-	procHcnOpenNetwork              = modcomputenetwork.NewProc("HcnOpenNetwork")
-	procHcnQueryEndpointProperties  = modcomputenetwork.NewProc("HcnQueryEndpointProperties")
-	procHcnQueryNamespaceProperties = modcomputenetwork.NewProc("HcnQueryNamespaceProperties")
-	procHcnQueryNetworkProperties   = modcomputenetwork.NewProc("HcnQueryNetworkProperties")
-	procHNSCall                     = modvmcompute.NewProc("HNSCall")
+	procHcnCloseEndpoint               = modcomputenetwork.NewProc("HcnCloseEndpoint")
+	procHcnCloseLoadBalancer           = modcomputenetwork.NewProc("HcnCloseLoadBalancer")
+	procHcnCloseNamespace              = modcomputenetwork.NewProc("HcnCloseNamespace")
+	procHcnCloseNetwork                = modcomputenetwork.NewProc("HcnCloseNetwork")
+	procHcnCreateEndpoint              = modcomputenetwork.NewProc("HcnCreateEndpoint")
+	procHcnCreateLoadBalancer          = modcomputenetwork.NewProc("HcnCreateLoadBalancer")
+	procHcnCreateNamespace             = modcomputenetwork.NewProc("HcnCreateNamespace")
+	procHcnCreateNetwork               = modcomputenetwork.NewProc("HcnCreateNetwork")
+	procHcnDeleteEndpoint              = modcomputenetwork.NewProc("HcnDeleteEndpoint")
+	procHcnDeleteLoadBalancer          = modcomputenetwork.NewProc("HcnDeleteLoadBalancer")
+	procHcnDeleteNamespace             = modcomputenetwork.NewProc("HcnDeleteNamespace")
+	procHcnDeleteNetwork               = modcomputenetwork.NewProc("HcnDeleteNetwork")
+	procHcnEnumerateEndpoints          = modcomputenetwork.NewProc("HcnEnumerateEndpoints")
+	procHcnEnumerateLoadBalancers      = modcomputenetwork.NewProc("HcnEnumerateLoadBalancers")
+	procHcnEnumerateNamespaces         = modcomputenetwork.NewProc("HcnEnumerateNamespaces")
+	procHcnEnumerateNetworks           = modcomputenetwork.NewProc("HcnEnumerateNetworks")
+	procHcnModifyEndpoint              = modcomputenetwork.NewProc("HcnModifyEndpoint")
+	procHcnModifyLoadBalancer          = modcomputenetwork.NewProc("HcnModifyLoadBalancer")
+	procHcnModifyNamespace             = modcomputenetwork.NewProc("HcnModifyNamespace")
+	procHcnModifyNetwork               = modcomputenetwork.NewProc("HcnModifyNetwork")
+	procHcnOpenEndpoint                = modcomputenetwork.NewProc("HcnOpenEndpoint")
+	procHcnOpenLoadBalancer            = modcomputenetwork.NewProc("HcnOpenLoadBalancer")
+	procHcnOpenNamespace               = modcomputenetwork.NewProc("HcnOpenNamespace")
+	procHcnOpenNetwork                 = modcomputenetwork.NewProc("HcnOpenNetwork")
+	procHcnQueryEndpointProperties     = modcomputenetwork.NewProc("HcnQueryEndpointProperties")
+	procHcnQueryLoadBalancerProperties = modcomputenetwork.NewProc("HcnQueryLoadBalancerProperties")
+	procHcnQueryNamespaceProperties    = modcomputenetwork.NewProc("HcnQueryNamespaceProperties")
+	procHcnQueryNetworkProperties      = modcomputenetwork.NewProc("HcnQueryNetworkProperties")
+	procHNSCall                        = modvmcompute.NewProc("HNSCall")
 )
 
 func hcnCloseEndpoint(endpoint Endpoint) (hr int32) {
 	r0, _, _ := syscall.SyscallN(procHcnCloseEndpoint.Addr(), uintptr(endpoint))
+	hr = int32(r0)
+	return
+}
+
+func hcnCloseLoadBalancer(loadBalancer LoadBalancer) (hr int32) {
+	r0, _, _ := syscall.SyscallN(procHcnCloseLoadBalancer.Addr(), uintptr(loadBalancer))
 	hr = int32(r0)
 	return
 }
@@ -89,6 +102,12 @@ func hcnCreateEndpoint(network Network, id *GUID, settings *uint16, endpoint *En
 	return
 }
 
+func hcnCreateLoadBalancer(id *GUID, settings *uint16, loadBalancer *LoadBalancer, result **uint16) (hr int32) {
+	r0, _, _ := syscall.SyscallN(procHcnCreateLoadBalancer.Addr(), uintptr(unsafe.Pointer(id)), uintptr(unsafe.Pointer(settings)), uintptr(unsafe.Pointer(loadBalancer)), uintptr(unsafe.Pointer(result)))
+	hr = int32(r0)
+	return
+}
+
 func hcnCreateNamespace(id *GUID, settings *uint16, namespace *Namespace, result **uint16) (hr int32) {
 	r0, _, _ := syscall.SyscallN(procHcnCreateNamespace.Addr(), uintptr(unsafe.Pointer(id)), uintptr(unsafe.Pointer(settings)), uintptr(unsafe.Pointer(namespace)), uintptr(unsafe.Pointer(result)))
 	hr = int32(r0)
@@ -103,6 +122,12 @@ func hcnCreateNetwork(id *GUID, settings *uint16, network *Network, result **uin
 
 func hcnDeleteEndpoint(id *GUID, result **uint16) (hr int32) {
 	r0, _, _ := syscall.SyscallN(procHcnDeleteEndpoint.Addr(), uintptr(unsafe.Pointer(id)), uintptr(unsafe.Pointer(result)))
+	hr = int32(r0)
+	return
+}
+
+func hcnDeleteLoadBalancer(id *GUID, result **uint16) (hr int32) {
+	r0, _, _ := syscall.SyscallN(procHcnDeleteLoadBalancer.Addr(), uintptr(unsafe.Pointer(id)), uintptr(unsafe.Pointer(result)))
 	hr = int32(r0)
 	return
 }
@@ -125,6 +150,12 @@ func hcnEnumerateEndpoints(query *uint16, endpoints **uint16, result **uint16) (
 	return
 }
 
+func hcnEnumerateLoadBalancers(query *uint16, loadBalancers **uint16, result **uint16) (hr int32) {
+	r0, _, _ := syscall.SyscallN(procHcnEnumerateLoadBalancers.Addr(), uintptr(unsafe.Pointer(query)), uintptr(unsafe.Pointer(loadBalancers)), uintptr(unsafe.Pointer(result)))
+	hr = int32(r0)
+	return
+}
+
 func hcnEnumerateNamespaces(query *uint16, namespaces **uint16, result **uint16) (hr int32) {
 	r0, _, _ := syscall.SyscallN(procHcnEnumerateNamespaces.Addr(), uintptr(unsafe.Pointer(query)), uintptr(unsafe.Pointer(namespaces)), uintptr(unsafe.Pointer(result)))
 	hr = int32(r0)
@@ -139,6 +170,12 @@ func hcnEnumerateNetworks(query *uint16, networks **uint16, result **uint16) (hr
 
 func hcnModifyEndpoint(endpoint Endpoint, settings *uint16, result **uint16) (hr int32) {
 	r0, _, _ := syscall.SyscallN(procHcnModifyEndpoint.Addr(), uintptr(endpoint), uintptr(unsafe.Pointer(settings)), uintptr(unsafe.Pointer(result)))
+	hr = int32(r0)
+	return
+}
+
+func hcnModifyLoadBalancer(loadBalancer LoadBalancer, settings *uint16, result **uint16) (hr int32) {
+	r0, _, _ := syscall.SyscallN(procHcnModifyLoadBalancer.Addr(), uintptr(loadBalancer), uintptr(unsafe.Pointer(settings)), uintptr(unsafe.Pointer(result)))
 	hr = int32(r0)
 	return
 }
@@ -161,6 +198,12 @@ func hcnOpenEndpoint(id *GUID, endpoint *Endpoint, result **uint16) (hr int32) {
 	return
 }
 
+func hcnOpenLoadBalancer(id *GUID, loadBalancer *LoadBalancer, result **uint16) (hr int32) {
+	r0, _, _ := syscall.SyscallN(procHcnOpenLoadBalancer.Addr(), uintptr(unsafe.Pointer(id)), uintptr(unsafe.Pointer(loadBalancer)), uintptr(unsafe.Pointer(result)))
+	hr = int32(r0)
+	return
+}
+
 func hcnOpenNamespace(id *GUID, namespace *Namespace, result **uint16) (hr int32) {
 	r0, _, _ := syscall.SyscallN(procHcnOpenNamespace.Addr(), uintptr(unsafe.Pointer(id)), uintptr(unsafe.Pointer(namespace)), uintptr(unsafe.Pointer(result)))
 	hr = int32(r0)
@@ -175,6 +218,12 @@ func hcnOpenNetwork(id *GUID, network *Network, result **uint16) (hr int32) {
 
 func hcnQueryEndpointProperties(endpoint Endpoint, query *uint16, properties **uint16, result **uint16) (hr int32) {
 	r0, _, _ := syscall.SyscallN(procHcnQueryEndpointProperties.Addr(), uintptr(endpoint), uintptr(unsafe.Pointer(query)), uintptr(unsafe.Pointer(properties)), uintptr(unsafe.Pointer(result)))
+	hr = int32(r0)
+	return
+}
+
+func hcnQueryLoadBalancerProperties(loadBalancer LoadBalancer, query *uint16, properties **uint16, result **uint16) (hr int32) {
+	r0, _, _ := syscall.SyscallN(procHcnQueryLoadBalancerProperties.Addr(), uintptr(loadBalancer), uintptr(unsafe.Pointer(query)), uintptr(unsafe.Pointer(properties)), uintptr(unsafe.Pointer(result)))
 	hr = int32(r0)
 	return
 }

@@ -22,6 +22,7 @@ import (
 var (
 	envOnce sync.Once
 	envAddr string
+	envDir  string // the daemon's folder: its root is state/, the workload program workload
 	envErr  error
 	envStop func()
 )
@@ -61,11 +62,17 @@ func startDaemon() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	envDir = dir
 	bin := filepath.Join(dir, "hcsemu")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/hcsemu")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build hcsemu: %v: %s", err, out)
+	// The workload program serves and calls from the emulated host's namespaces in the
+	// traffic tests (emulatedHost).
+	for _, b := range [][2]string{{bin, "./cmd/hcsemu"}, {filepath.Join(dir, "workload"), "./test/workload"}} {
+		build := exec.Command("go", "build", "-o", b[0], b[1])
+		build.Dir = root
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("build %s: %v: %s", b[1], err, out)
+		}
 	}
 	addr := filepath.Join(dir, "hcsemu.sock")
 	logPath := filepath.Join(dir, "hcsemu.log")
@@ -105,4 +112,22 @@ func startDaemon() (string, error) {
 	}
 	b, _ := os.ReadFile(logPath)
 	return "", fmt.Errorf("hcsemu not serving after 30s; its log:\n%s", b)
+}
+
+// emulatedHost returns what the traffic tests need of the emulated Windows host: run, which
+// runs a /bin/sh script in its network namespace (as hcsemu hostns does) and returns its
+// output; hcsemu's root, under which <root>/netns/<namespace id> are the HNS namespaces'
+// network namespaces; and the Linux workload program (test/workload).
+func emulatedHost(t *testing.T) (run func(script string) (string, error), root, workload string) {
+	t.Helper()
+	requireContract(t)
+	root = filepath.Join(envDir, "state")
+	run = func(script string) (string, error) {
+		out, err := exec.Command("nsenter", "--net="+filepath.Join(root, "netns", "host"), "/bin/sh", "-c", script).CombinedOutput()
+		if err != nil {
+			return string(out), fmt.Errorf("%w: %s", err, out)
+		}
+		return string(out), nil
+	}
+	return run, root, filepath.Join(envDir, "workload")
 }

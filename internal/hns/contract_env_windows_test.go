@@ -2,6 +2,8 @@ package hns
 
 import (
 	"os"
+	"path"
+	"path/filepath"
 	"testing"
 
 	"github.com/openhcs/runhcs/internal/testenv"
@@ -26,4 +28,24 @@ func requireContract(t *testing.T) *Client {
 		t.Fatalf("HNS: %v", err)
 	}
 	return NewClient(api)
+}
+
+// emulatedHost returns what the traffic tests need of the emulated Windows host (see the Linux
+// version): a /bin/sh script run in its network namespace through hcsemu hostns (hostNamespace,
+// winbridge_windows_test.go), hcsemu's root and the Linux workload program test.sh put in the
+// test image, both Linux paths.
+func emulatedHost(t *testing.T) (run func(script string) (string, error), root, workload string) {
+	t.Helper()
+	requireContract(t)
+	image := os.Getenv("RUNHCS_WINE_IMAGE")
+	root = os.Getenv("RUNHCS_WINE_HCSEMU_ROOT")
+	if image == "" || root == "" {
+		if testenv.InCI() {
+			t.Fatal("RUNHCS_WINE_IMAGE and RUNHCS_WINE_HCSEMU_ROOT are not set: run the test through make test-windows as root")
+		}
+		t.Skip("no emulated host to enter: make test-windows sets RUNHCS_WINE_IMAGE when run as root")
+	}
+	host := hostNamespace(t, image)
+	run = func(script string) (string, error) { return host("/bin/sh", "-c", script) }
+	return run, filepath.ToSlash(root), path.Join(filepath.ToSlash(image), "workload", "workload.exe")
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/Microsoft/hcsshim"
@@ -118,10 +119,6 @@ func TestHcsshimHCN(t *testing.T) {
 			t.Errorf("an unknown %s: %v, want hcn.IsNotFoundError", name, err)
 		}
 	}
-	// Load balancers are not emulated; hcn says so the way callers test for it.
-	if _, err := hcsshimhcn.ListLoadBalancers(); !hcsshimhcn.IsNotImplemented(err) {
-		t.Errorf("ListLoadBalancers: %v, want hcn.IsNotImplemented", err)
-	}
 
 	if err := ep.Delete(); err != nil {
 		t.Fatalf("delete endpoint: %v", err)
@@ -201,5 +198,102 @@ func TestHcsshimV1(t *testing.T) {
 	}
 	if _, err := hcsshim.GetHNSEndpointByID(ep.Id); err == nil {
 		t.Error("the v1 endpoint is still there after Delete")
+	}
+}
+
+// TestHcsshimLoadBalancers makes the calls kube-proxy's winkernel proxier makes through hnslib,
+// whose hcn package is hcsshim's (../shared/notes/kube-proxy-hns-facts.md has the list).
+func TestHcsshimLoadBalancers(t *testing.T) {
+	c := requireContract(t)
+	// Start-up: the v1 compatibility check and the features read from /globals/version.
+	if _, err := hcsshim.HNSListPolicyListRequest(); err != nil {
+		t.Fatalf("HNSListPolicyListRequest (kube-proxy's IsCompatible): %v", err)
+	}
+	// kube-proxy calls hnslib's GetSupportedFeatures, which is this (hcsshim deprecates the
+	// uncached name).
+	f, err := hcsshimhcn.GetCachedSupportedFeatures()
+	if err != nil {
+		t.Fatalf("supported features: %v", err)
+	}
+	if !f.Api.V2 || !f.DSR || !f.SessionAffinity || f.ModifyLoadbalancer {
+		t.Errorf("features %+v: want V2, DSR and SessionAffinity, not ModifyLoadbalancer (HNS 13.2)", f)
+	}
+	n := network(t, c, l2bridgeNetwork("hcsshim-lb", "10.251.23.0/24", "10.251.23.1"))
+	hn, err := hcsshimhcn.GetNetworkByName("hcsshim-lb")
+	if err != nil || hn.Id != n.Id || !strings.EqualFold(string(hn.Type), "L2Bridge") {
+		t.Fatalf("GetNetworkByName: %+v, %v", hn, err)
+	}
+	local := endpointAt(t, c, n.Id, "10.251.23.11", 0)
+	// A backend on another node, as kube-proxy's createEndpoint makes it on L2Bridge.
+	remote, err := hn.CreateRemoteEndpoint(&hcsshimhcn.HostComputeEndpoint{
+		IpConfigurations: []hcsshimhcn.IpConfig{{IpAddress: "10.251.24.11"}},
+		SchemaVersion:    hcsshimhcn.SchemaVersion{Major: 2, Minor: 0},
+	})
+	if err != nil {
+		t.Fatalf("CreateRemoteEndpoint: %v", err)
+	}
+	t.Cleanup(func() { remote.Delete() })
+	eps, err := hcsshimhcn.ListEndpointsOfNetwork(n.Id)
+	if err != nil || len(eps) != 2 {
+		t.Fatalf("ListEndpointsOfNetwork: %+v, %v", eps, err)
+	}
+	for _, ep := range eps {
+		if isRemote := ep.Flags&hcsshimhcn.EndpointFlagsRemoteEndpoint != 0; isRemote != (ep.Id == remote.Id) {
+			t.Errorf("endpoint %s (%s): remote %v", ep.Id, ep.IpConfigurations[0].IpAddress, isRemote)
+		}
+	}
+
+	// A ClusterIP with session affinity, as getLoadBalancer builds it.
+	proposed := &hcsshimhcn.HostComputeLoadBalancer{
+		HostComputeEndpoints: []string{local.Id, remote.Id},
+		FrontendVIPs:         []string{"10.251.123.10"},
+		PortMappings: []hcsshimhcn.LoadBalancerPortMapping{{Protocol: 6, InternalPort: 8080, ExternalPort: 80,
+			DistributionType: hcsshimhcn.LoadBalancerDistributionSourceIP}},
+		SchemaVersion: hcsshimhcn.SchemaVersion{Major: 2, Minor: 0},
+	}
+	lb, err := proposed.Create()
+	if err != nil {
+		t.Fatalf("create load balancer: %v", err)
+	}
+	t.Cleanup(func() { lb.Delete() })
+	if lb.Id == "" || len(lb.HostComputeEndpoints) != 2 || lb.PortMappings[0].DistributionType != hcsshimhcn.LoadBalancerDistributionSourceIP {
+		t.Errorf("created %+v", lb)
+	}
+	// The same frontend: kube-proxy's IsPolicyAlreadyExists, then it replaces the old one.
+	if _, err := proposed.Create(); !hcsshimhcn.IsPortAlreadyExistsError(err) {
+		t.Errorf("a second load balancer on the same frontend: %v, want IsPortAlreadyExistsError", err)
+	}
+	// A NodePort: no VIP, LocalRoutedVIP | VipExternalIP (16, kube-proxy's own constant).
+	np, err := (&hcsshimhcn.HostComputeLoadBalancer{
+		HostComputeEndpoints: []string{local.Id},
+		PortMappings: []hcsshimhcn.LoadBalancerPortMapping{{Protocol: 17, InternalPort: 53, ExternalPort: 30053,
+			Flags: hcsshimhcn.LoadBalancerPortMappingFlagsLocalRoutedVIP | 16}},
+		SchemaVersion: hcsshimhcn.SchemaVersion{Major: 2, Minor: 0},
+		Flags:         hcsshimhcn.LoadBalancerFlagsDSR,
+	}).Create()
+	if err != nil {
+		t.Fatalf("create NodePort load balancer: %v", err)
+	}
+	t.Cleanup(func() { np.Delete() })
+	all, err := hcsshimhcn.ListLoadBalancers()
+	if err != nil || !slices.ContainsFunc(all, func(l hcsshimhcn.HostComputeLoadBalancer) bool { return l.Id == lb.Id }) ||
+		!slices.ContainsFunc(all, func(l hcsshimhcn.HostComputeLoadBalancer) bool { return l.Id == np.Id }) {
+		t.Errorf("ListLoadBalancers: %+v, %v", all, err)
+	}
+	if got, err := hcsshimhcn.GetLoadBalancerByID(lb.Id); err != nil || got.FrontendVIPs[0] != "10.251.123.10" {
+		t.Errorf("GetLoadBalancerByID: %+v, %v", got, err)
+	}
+	if err := lb.Delete(); err != nil {
+		t.Fatalf("delete load balancer: %v", err)
+	}
+	// kube-proxy's deleteLoadBalancer treats this as already deleted.
+	if _, err := hcsshimhcn.GetLoadBalancerByID(lb.Id); !hcsshimhcn.IsNotFoundError(err) {
+		t.Errorf("GetLoadBalancerByID after delete: %v, want hcn.IsNotFoundError", err)
+	}
+	if err := np.Delete(); err != nil {
+		t.Fatalf("delete NodePort load balancer: %v", err)
+	}
+	if err := remote.Delete(); err != nil {
+		t.Fatalf("delete remote endpoint: %v", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
-// The three object kinds share one shape: create (handle, query, close), get (open, query,
+// The four object kinds share one shape: create (handle, query, close), get (open, query,
 // close), list (enumerate, then get each), modify and delete by id. kind gives the API's
 // functions for one kind, over uintptr handles.
 type kind struct {
@@ -349,4 +349,72 @@ func NamespaceResources(ns *hcn.HostComputeNamespace) (endpoints, containers []s
 // DeleteNamespace deletes a namespace.
 func (c *Client) DeleteNamespace(ctx context.Context, id string) error {
 	return c.del(ctx, namespaceKind, id)
+}
+
+// ---- load balancers
+
+var loadBalancerKind = kind{
+	name:      "load balancer",
+	enumerate: computenetwork.API.EnumerateLoadBalancers,
+	open: func(api computenetwork.API, id computenetwork.GUID) (uintptr, error) {
+		h, err := api.OpenLoadBalancer(id)
+		return uintptr(h), err
+	},
+	query: func(api computenetwork.API, h uintptr, q string) (string, error) {
+		return api.QueryLoadBalancerProperties(computenetwork.LoadBalancer(h), q)
+	},
+	modify: func(api computenetwork.API, h uintptr, s string) error {
+		return api.ModifyLoadBalancer(computenetwork.LoadBalancer(h), s)
+	},
+	del: computenetwork.API.DeleteLoadBalancer,
+	close: func(api computenetwork.API, h uintptr) error {
+		return api.CloseLoadBalancer(computenetwork.LoadBalancer(h))
+	},
+}
+
+// CreateLoadBalancer creates a load balancer (kube-proxy's Service frontends) and returns it as
+// HNS stored it.
+func (c *Client) CreateLoadBalancer(ctx context.Context, lb *hcn.HostComputeLoadBalancer) (*hcn.HostComputeLoadBalancer, error) {
+	const op = "create load balancer"
+	d := *lb
+	d.SchemaVersion = hcn.V2
+	settings, err := encode(op, d)
+	if err != nil {
+		return nil, err
+	}
+	return bounded(ctx, op, lb.Id, func() (*hcn.HostComputeLoadBalancer, error) {
+		h, err := c.api.CreateLoadBalancer(computenetwork.GUID{}, settings)
+		if err != nil {
+			return nil, err
+		}
+		out := &hcn.HostComputeLoadBalancer{}
+		if err := c.created(loadBalancerKind, uintptr(h), out); err != nil {
+			return nil, c.undo(loadBalancerKind, out.Id, err)
+		}
+		return out, nil
+	}, func(out *hcn.HostComputeLoadBalancer) { c.undo(loadBalancerKind, out.Id, nil) })
+}
+
+// GetLoadBalancer returns the load balancer with id.
+func (c *Client) GetLoadBalancer(ctx context.Context, id string) (*hcn.HostComputeLoadBalancer, error) {
+	out := &hcn.HostComputeLoadBalancer{}
+	return out, c.get(ctx, loadBalancerKind, id, out)
+}
+
+// ListLoadBalancers returns the load balancers the filter matches (all with nil).
+func (c *Client) ListLoadBalancers(ctx context.Context, f Filter) ([]hcn.HostComputeLoadBalancer, error) {
+	return list[hcn.HostComputeLoadBalancer](ctx, c, loadBalancerKind, f)
+}
+
+// UpdateLoadBalancer replaces load balancer id's document with lb, as hnslib's
+// HostComputeLoadBalancer.Update does (HcnModifyLoadBalancer with the whole document).
+func (c *Client) UpdateLoadBalancer(ctx context.Context, id string, lb *hcn.HostComputeLoadBalancer) error {
+	d := *lb
+	d.SchemaVersion = hcn.V2
+	return c.modify(ctx, loadBalancerKind, "modify load balancer", id, d)
+}
+
+// DeleteLoadBalancer deletes a load balancer.
+func (c *Client) DeleteLoadBalancer(ctx context.Context, id string) error {
+	return c.del(ctx, loadBalancerKind, id)
 }

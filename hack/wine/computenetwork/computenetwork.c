@@ -18,9 +18,9 @@
  *   - handles are opaque: this DLL keeps a table from handle to the object's GUID, and the wire
  *     names objects by GUID (lower case). A handle that is not open, or of another kind, is
  *     E_HANDLE, as in the Linux client.
- * Load balancers and SDN routes, which hcsshim's hcn also binds (kube-proxy's), are not
- * emulated: their functions answer E_NOTIMPL (hcsshim's hcn.IsNotImplemented) with a record
- * that says so. A NULL pointer where computenetwork.h takes a REFGUID or an out-parameter is
+ * Load balancers (kube-proxy's Services, through hnslib's hcn) are forwarded like the other
+ * objects. SDN routes, which hcsshim's hcn also binds, are not emulated: their functions answer
+ * E_NOTIMPL (hcsshim's hcn.IsNotImplemented) with a record that says so. A NULL pointer where computenetwork.h takes a REFGUID or an out-parameter is
  * E_POINTER (an assumption: the documentation does not say).
  */
 #include <winsock2.h>
@@ -49,7 +49,7 @@ typedef void *HCN_ROUTE;
 
 /* ---- handles ---- */
 
-enum kind { KIND_NETWORK = 1, KIND_ENDPOINT, KIND_NAMESPACE };
+enum kind { KIND_NETWORK = 1, KIND_ENDPOINT, KIND_NAMESPACE, KIND_LOADBALANCER };
 
 struct handle {
 	uintptr_t value;
@@ -402,7 +402,47 @@ EXPORT HRESULT WINAPI HcnCloseNamespace(HCN_NAMESPACE ns)
 	return handle_close(ns, KIND_NAMESPACE);
 }
 
-/* ---- load balancers and SDN routes: not emulated ---- */
+/* ---- load balancers ---- */
+
+EXPORT HRESULT WINAPI HcnEnumerateLoadBalancers(PCWSTR query, PWSTR *lbs, PWSTR *record)
+{
+	return enumerate("HcnEnumerateLoadBalancers", query, lbs, record);
+}
+
+EXPORT HRESULT WINAPI HcnCreateLoadBalancer(const GUID *id, PCWSTR settings, HCN_LOADBALANCER *lb, PWSTR *record)
+{
+	return create("HcnCreateLoadBalancer", KIND_LOADBALANCER, NULL, id, settings, lb, record);
+}
+
+EXPORT HRESULT WINAPI HcnOpenLoadBalancer(const GUID *id, HCN_LOADBALANCER *lb, PWSTR *record)
+{
+	if (lb == NULL)
+		return HR_POINTER;
+	return by_id("HcnOpenLoadBalancer", KIND_LOADBALANCER, id, lb, record);
+}
+
+EXPORT HRESULT WINAPI HcnModifyLoadBalancer(HCN_LOADBALANCER lb, PCWSTR settings, PWSTR *record)
+{
+	return on_handle("HcnModifyLoadBalancer", KIND_LOADBALANCER, lb, settings, NULL, record);
+}
+
+EXPORT HRESULT WINAPI HcnQueryLoadBalancerProperties(HCN_LOADBALANCER lb, PCWSTR query, PWSTR *properties,
+						     PWSTR *record)
+{
+	return on_handle("HcnQueryLoadBalancerProperties", KIND_LOADBALANCER, lb, query, properties, record);
+}
+
+EXPORT HRESULT WINAPI HcnDeleteLoadBalancer(const GUID *id, PWSTR *record)
+{
+	return by_id("HcnDeleteLoadBalancer", KIND_LOADBALANCER, id, NULL, record);
+}
+
+EXPORT HRESULT WINAPI HcnCloseLoadBalancer(HCN_LOADBALANCER lb)
+{
+	return handle_close(lb, KIND_LOADBALANCER);
+}
+
+/* ---- SDN routes: not emulated ---- */
 
 /* not_emulated answers E_NOTIMPL with an error record in HCS's ResultError shape, the one
  * hcsemu's records have. */
@@ -412,66 +452,11 @@ static HRESULT not_emulated(const char *fn, PWSTR *out, PWSTR *record)
 
 	clear(out);
 	clear(record);
-	snprintf(doc, sizeof(doc),
-		 "{\"Error\":%ld,\"ErrorMessage\":\"%s: load balancers and SDN routes are not emulated by hcsemu\"}",
+	snprintf(doc, sizeof(doc), "{\"Error\":%ld,\"ErrorMessage\":\"%s: SDN routes are not emulated by hcsemu\"}",
 		 (long)HR_NOTIMPL, fn);
 	if (record != NULL)
 		*record = co_wide_of(doc);
 	return HR_NOTIMPL;
-}
-
-EXPORT HRESULT WINAPI HcnEnumerateLoadBalancers(PCWSTR query, PWSTR *lbs, PWSTR *record)
-{
-	(void)query;
-	return not_emulated("HcnEnumerateLoadBalancers", lbs, record);
-}
-
-EXPORT HRESULT WINAPI HcnCreateLoadBalancer(const GUID *id, PCWSTR settings, HCN_LOADBALANCER *lb, PWSTR *record)
-{
-	(void)id;
-	(void)settings;
-	if (lb != NULL)
-		*lb = NULL;
-	return not_emulated("HcnCreateLoadBalancer", NULL, record);
-}
-
-EXPORT HRESULT WINAPI HcnOpenLoadBalancer(const GUID *id, HCN_LOADBALANCER *lb, PWSTR *record)
-{
-	(void)id;
-	if (lb != NULL)
-		*lb = NULL;
-	return not_emulated("HcnOpenLoadBalancer", NULL, record);
-}
-
-EXPORT HRESULT WINAPI HcnDeleteLoadBalancer(const GUID *id, PWSTR *record)
-{
-	(void)id;
-	return not_emulated("HcnDeleteLoadBalancer", NULL, record);
-}
-
-/* No load balancer or route handle can be open, so every call on one is E_HANDLE. */
-EXPORT HRESULT WINAPI HcnModifyLoadBalancer(HCN_LOADBALANCER lb, PCWSTR settings, PWSTR *record)
-{
-	(void)lb;
-	(void)settings;
-	clear(record);
-	return HR_HANDLE;
-}
-
-EXPORT HRESULT WINAPI HcnQueryLoadBalancerProperties(HCN_LOADBALANCER lb, PCWSTR query, PWSTR *properties,
-						     PWSTR *record)
-{
-	(void)lb;
-	(void)query;
-	clear(properties);
-	clear(record);
-	return HR_HANDLE;
-}
-
-EXPORT HRESULT WINAPI HcnCloseLoadBalancer(HCN_LOADBALANCER lb)
-{
-	(void)lb;
-	return HR_HANDLE;
 }
 
 EXPORT HRESULT WINAPI HcnEnumerateSdnRoutes(PCWSTR query, PWSTR *routes, PWSTR *record)
@@ -503,6 +488,7 @@ EXPORT HRESULT WINAPI HcnDeleteSdnRoute(const GUID *id, PWSTR *record)
 	return not_emulated("HcnDeleteSdnRoute", NULL, record);
 }
 
+/* No route handle can be open, so every call on one is E_HANDLE. */
 EXPORT HRESULT WINAPI HcnModifySdnRoute(HCN_ROUTE route, PCWSTR settings, PWSTR *record)
 {
 	(void)route;

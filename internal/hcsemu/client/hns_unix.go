@@ -40,7 +40,7 @@ type HNSClient struct {
 }
 
 type handle struct {
-	kind string // "network", "endpoint", "namespace"
+	kind string // "network", "endpoint", "namespace", "load balancer"
 	id   string
 }
 
@@ -299,6 +299,37 @@ func (c *HNSClient) DeleteNamespace(id computenetwork.GUID) error {
 
 func (c *HNSClient) CloseNamespace(ns computenetwork.Namespace) error {
 	return c.closeHandle("HcnCloseNamespace", "namespace", uintptr(ns))
+}
+
+func (c *HNSClient) EnumerateLoadBalancers(query string) (string, error) {
+	return c.enumerate("HcnEnumerateLoadBalancers", wire.MethodHcnEnumerateLoadBalancers, query)
+}
+
+func (c *HNSClient) CreateLoadBalancer(id computenetwork.GUID, settings string) (computenetwork.LoadBalancer, error) {
+	h, err := c.create("HcnCreateLoadBalancer", wire.MethodHcnCreateLoadBalancer, "load balancer", "", id, settings)
+	return computenetwork.LoadBalancer(h), err
+}
+
+func (c *HNSClient) OpenLoadBalancer(id computenetwork.GUID) (computenetwork.LoadBalancer, error) {
+	h, err := c.open("HcnOpenLoadBalancer", wire.MethodHcnOpenLoadBalancer, "load balancer", id)
+	return computenetwork.LoadBalancer(h), err
+}
+
+func (c *HNSClient) ModifyLoadBalancer(lb computenetwork.LoadBalancer, settings string) error {
+	_, err := c.onHandle("HcnModifyLoadBalancer", wire.MethodHcnModifyLoadBalancer, "load balancer", uintptr(lb), settings)
+	return err
+}
+
+func (c *HNSClient) QueryLoadBalancerProperties(lb computenetwork.LoadBalancer, query string) (string, error) {
+	return c.onHandle("HcnQueryLoadBalancerProperties", wire.MethodHcnQueryLoadBalancerProperties, "load balancer", uintptr(lb), query)
+}
+
+func (c *HNSClient) DeleteLoadBalancer(id computenetwork.GUID) error {
+	return c.del("HcnDeleteLoadBalancer", wire.MethodHcnDeleteLoadBalancer, id)
+}
+
+func (c *HNSClient) CloseLoadBalancer(lb computenetwork.LoadBalancer) error {
+	return c.closeHandle("HcnCloseLoadBalancer", "load balancer", uintptr(lb))
 }
 
 func (c *HNSClient) HNSCall(method, path, request string) (string, error) {

@@ -49,6 +49,9 @@ type linuxNet struct {
 	host     *netlink.Handle
 	nft      string // the nft binary, or "" if not installed
 	madeNFT  bool   // the nftables table exists
+	// vipRoutes are the routes of load balancers' VIPs in the host namespace, by VIP: the
+	// bridge each goes to (setVIPRoutes).
+	vipRoutes map[netip.Addr]string
 }
 
 // HostNetnsPath is the file of the emulated host's network namespace of the daemon using root.
@@ -440,8 +443,16 @@ func (l *linuxNet) counters(ep *hnsEndpoint) (hcn.EndpointStats, error) {
 const nftTable = "hcsemu"
 
 // setRules renders the whole table from the objects and loads it in one transaction.
-func (l *linuxNet) setRules(networks []*hnsNetwork, endpoints []*hnsEndpoint) error {
+func (l *linuxNet) setRules(networks []*hnsNetwork, endpoints []*hnsEndpoint, lbs []lbRule, remote []netip.Addr) error {
 	var rules []string
+	var bridges []string
+	for _, n := range networks {
+		bridges = append(bridges, n.link)
+	}
+	// Load balancers (loadbalancer.go): DNAT of their frontends to their backends.
+	for _, r := range lbs {
+		rules = append(rules, r.nftRules(nftTable, bridges)...)
+	}
 	for _, ep := range endpoints {
 		if ep.remote() {
 			continue
@@ -479,6 +490,25 @@ func (l *linuxNet) setRules(networks []*hnsNetwork, endpoints []*hnsEndpoint) er
 			rules = append(rules, r+" masquerade")
 		}
 	}
+	if len(remote) > 0 {
+		// A connection a load balancer sends to a remote endpoint (a backend on another
+		// node) from a client outside the host's networks (a NodePort reached from another
+		// node) leaves with the host's address, so the answer comes back through the host
+		// that translated it; the host's own pods keep their addresses, which the other
+		// nodes route back here.
+		var r, local []string
+		for _, a := range remote {
+			r = append(r, a.String())
+		}
+		for _, n := range networks {
+			local = append(local, n.subnet.String())
+		}
+		rule := fmt.Sprintf("add rule ip %s postrouting ct status dnat ip daddr { %s }", nftTable, strings.Join(r, ", "))
+		if len(local) > 0 {
+			rule += fmt.Sprintf(" ip saddr != { %s }", strings.Join(local, ", "))
+		}
+		rules = append(rules, rule+" masquerade")
+	}
 	for _, n := range networks {
 		// Hairpin: an endpoint reaching another of its network through a host port mapping
 		// gets its answer back through the host.
@@ -490,6 +520,9 @@ func (l *linuxNet) setRules(networks []*hnsNetwork, endpoints []*hnsEndpoint) er
 			// WinNAT: what leaves a NAT network's subnet carries the host's address.
 			rules = append(rules, fmt.Sprintf("add rule ip %s postrouting ip saddr %s oifname != %q masquerade", nftTable, n.subnet, n.link))
 		}
+	}
+	if err := l.setVIPRoutes(lbs); err != nil {
+		return err
 	}
 	if len(rules) == 0 && !l.madeNFT {
 		return nil
@@ -513,6 +546,53 @@ func (l *linuxNet) setRules(networks []*hnsNetwork, endpoints []*hnsEndpoint) er
 		return fmt.Errorf("nft: %v: %s", err, strings.TrimSpace(out.String()))
 	}
 	l.madeNFT = true
+	return nil
+}
+
+// setVIPRoutes routes every load balancer VIP from the emulated host to the bridge of its
+// first backend's network, so that the host's own programs reach a ClusterIP (a connect to
+// an address without a route fails before the output chain's DNAT sees it); routes of VIPs no
+// load balancer has any more are removed. The host's source address is then the bridge's
+// (the network's gateway), to which the backend answers.
+func (l *linuxNet) setVIPRoutes(lbs []lbRule) error {
+	want := map[netip.Addr]string{}
+	for _, r := range lbs {
+		for _, v := range r.vips {
+			if _, ok := want[v]; !ok && r.link != "" {
+				want[v] = r.link
+			}
+		}
+	}
+	for v, link := range l.vipRoutes {
+		if want[v] == link {
+			continue
+		}
+		// The route went with its bridge if that is gone.
+		if br, err := l.host.LinkByName(link); err == nil {
+			rt := netlink.Route{Dst: ipNet(v, 32), LinkIndex: br.Attrs().Index, Scope: netlink.SCOPE_LINK}
+			if err := l.host.RouteDel(&rt); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("remove the route of VIP %s: %w", v, err)
+			}
+		}
+		delete(l.vipRoutes, v)
+	}
+	for v, link := range want {
+		if l.vipRoutes[v] == link {
+			continue
+		}
+		br, err := l.host.LinkByName(link)
+		if err != nil {
+			return fmt.Errorf("route VIP %s to %s: %w", v, link, err)
+		}
+		rt := netlink.Route{Dst: ipNet(v, 32), LinkIndex: br.Attrs().Index, Scope: netlink.SCOPE_LINK}
+		if err := l.host.RouteReplace(&rt); err != nil {
+			return fmt.Errorf("route VIP %s to %s: %w", v, link, err)
+		}
+		if l.vipRoutes == nil {
+			l.vipRoutes = map[netip.Addr]string{}
+		}
+		l.vipRoutes[v] = link
+	}
 	return nil
 }
 

@@ -84,6 +84,15 @@ func Methods(h *Service) map[string]dispatch.Method {
 		wire.MethodHcnQueryNamespaceProperties: hnsQuery(h, (*Service).QueryNamespace),
 		wire.MethodHcnDeleteNamespace:          hnsDelete(h, (*Service).DeleteNamespace),
 
+		wire.MethodHcnEnumerateLoadBalancers: hnsEnumerate(h, (*Service).EnumerateLoadBalancers),
+		wire.MethodHcnCreateLoadBalancer: hnsCreate(h, func(h *Service, ctx context.Context, a wire.HcnCreateArgs) (string, error) {
+			return h.CreateLoadBalancer(ctx, a.ID, a.Settings)
+		}),
+		wire.MethodHcnOpenLoadBalancer:            hnsOpen(h, (*Service).OpenLoadBalancer),
+		wire.MethodHcnModifyLoadBalancer:          hnsModify(h, (*Service).ModifyLoadBalancer),
+		wire.MethodHcnQueryLoadBalancerProperties: hnsQuery(h, (*Service).QueryLoadBalancer),
+		wire.MethodHcnDeleteLoadBalancer:          hnsDelete(h, (*Service).DeleteLoadBalancer),
+
 		wire.MethodHNSCall: dispatch.WithArgs(func(ctx context.Context, _ dispatch.Subscriber, a wire.HNSCallArgs) (dispatch.Answer, error) {
 			return dispatch.Answer{Result: h.HNSCall(ctx, a.Method, a.Path, a.Request)}, nil
 		}),

@@ -44,9 +44,10 @@ type hnsDataplane interface {
 	delNamespace(ns *hnsNamespace) error
 	attach(ep *hnsEndpoint, ns *hnsNamespace, index int) error
 	detach(ep *hnsEndpoint) error
-	// setRules replaces the NAT rules (port mappings, outbound NAT) with those of the given
-	// networks and endpoints.
-	setRules(networks []*hnsNetwork, endpoints []*hnsEndpoint) error
+	// setRules replaces the NAT rules (port mappings, outbound NAT, load balancers) with those
+	// of the given networks, endpoints and load balancers' rules (lbRulesLocked; remote are the
+	// remote endpoints' addresses the load balancers forward to).
+	setRules(networks []*hnsNetwork, endpoints []*hnsEndpoint, lbs []lbRule, remote []netip.Addr) error
 	// netnsPath is the file of a namespace's Linux network namespace, for processes to join.
 	netnsPath(ns *hnsNamespace) string
 	// counters are an endpoint's traffic counters, seen from the endpoint (what its container
@@ -164,7 +165,7 @@ type hnsEndpoint struct {
 	nic *endpointNIC
 }
 
-func (ep *hnsEndpoint) remote() bool { return ep.doc.Flags&1 != 0 }
+func (ep *hnsEndpoint) remote() bool { return ep.doc.Flags&hcn.EndpointFlagsRemoteEndpoint != 0 }
 
 // hnsNamespace is one namespace.
 type hnsNamespace struct {
@@ -185,16 +186,18 @@ type Service struct {
 	networks        map[string]*hnsNetwork
 	endpoints       map[string]*hnsEndpoint
 	namespaces      map[string]*hnsNamespace
+	loadBalancers   map[string]*hnsLoadBalancer
 	nextCompartment uint32
 }
 
 func newService(dp hnsDataplane, build uint32) *Service {
 	return &Service{
-		dp:         dp,
-		build:      build,
-		networks:   map[string]*hnsNetwork{},
-		endpoints:  map[string]*hnsEndpoint{},
-		namespaces: map[string]*hnsNamespace{},
+		dp:            dp,
+		build:         build,
+		networks:      map[string]*hnsNetwork{},
+		endpoints:     map[string]*hnsEndpoint{},
+		namespaces:    map[string]*hnsNamespace{},
+		loadBalancers: map[string]*hnsLoadBalancer{},
 		// Compartment 1 is the host's default compartment on Windows.
 		nextCompartment: 2,
 	}
@@ -573,6 +576,7 @@ func (h *Service) CreateEndpoint(ctx context.Context, networkID, argID, settings
 // validateEndpointLocked checks doc against its network and the other endpoints and fills ep.
 func (h *Service) validateEndpointLocked(ep *hnsEndpoint, doc *hcn.HostComputeEndpoint) error {
 	n := ep.network
+	remote := doc.Flags&hcn.EndpointFlagsRemoteEndpoint != 0
 	if len(doc.IpConfigurations) > 1 {
 		return hcnErrorf(computenetwork.E_NOTIMPL, "IpConfigurations: %d addresses; the emulator gives an endpoint one IPv4 address", len(doc.IpConfigurations))
 	}
@@ -588,19 +592,31 @@ func (h *Service) validateEndpointLocked(ep *hnsEndpoint, doc *hcn.HostComputeEn
 		if err != nil {
 			return hcnErrorf(computenetwork.HCN_E_INVALID_IP, "IpConfigurations[0].IpAddress: %q: %v", c.IpAddress, err)
 		}
-		if !n.subnet.Contains(ip) {
+		if !ip.Is4() {
+			return hcnErrorf(computenetwork.E_NOTIMPL, "IpConfigurations[0].IpAddress: %s: the emulator gives endpoints IPv4 addresses only", ip)
+		}
+		// A remote endpoint stands for an address on another host: kube-proxy makes one for
+		// every Service backend on another node, with that pod's address, which on L2Bridge is
+		// in the other node's subnet (winkernel/proxier.go syncProxyRules, hns.go
+		// createEndpoint). Only a local endpoint must be in the network's subnet.
+		inSubnet := n.subnet.Contains(ip)
+		if !inSubnet && !remote {
 			return hcnErrorf(computenetwork.HCN_E_INVALID_IP, "IpConfigurations[0].IpAddress: %s is outside the network's subnet %s", ip, n.subnet)
 		}
-		if ip == n.subnet.Addr() || ip == lastAddr(n.subnet) {
+		if inSubnet && (ip == n.subnet.Addr() || ip == lastAddr(n.subnet)) {
 			return hcnErrorf(computenetwork.HCN_E_ADDR_INVALID_OR_RESERVED, "IpConfigurations[0].IpAddress: %s is the subnet's network or broadcast address", ip)
 		}
-		if who, ok := used[ip]; ok && !ep.remote() {
+		if who, ok := used[ip]; ok && (!remote || ip == n.gateway) {
 			return hcnErrorf(computenetwork.HCN_E_ADDR_INVALID_OR_RESERVED, "IpConfigurations[0].IpAddress: %s is in use by %s", ip, who)
 		}
-		if c.PrefixLength != 0 && int(c.PrefixLength) != n.subnet.Bits() {
+		if c.PrefixLength != 0 && inSubnet && int(c.PrefixLength) != n.subnet.Bits() {
 			return hcnErrorf(computenetwork.HCN_E_INVALID_IP, "IpConfigurations[0].PrefixLength: %d differs from the subnet's /%d", c.PrefixLength, n.subnet.Bits())
 		}
 		ep.ip = ip
+	} else if remote {
+		// Assumption: HNS does not allocate for a remote endpoint, whose address is another
+		// host's (kube-proxy always gives it).
+		return hcnErrorf(computenetwork.HCN_E_INVALID_REMOTE_ENDPOINT_OPERATION, "IpConfigurations: a remote endpoint (Flags 1) needs the address it stands for")
 	} else {
 		// HNS allocates from the subnet when the caller gives no address.
 		for a := n.subnet.Addr().Next(); n.subnet.Contains(a) && a != lastAddr(n.subnet); a = a.Next() {
@@ -614,6 +630,9 @@ func (h *Service) validateEndpointLocked(ep *hnsEndpoint, doc *hcn.HostComputeEn
 		}
 	}
 	ep.prefix = n.subnet.Bits()
+	if !n.subnet.Contains(ep.ip) {
+		ep.prefix = 32
+	}
 	doc.IpConfigurations = []hcn.IpConfig{{IpAddress: ep.ip.String(), PrefixLength: uint8(ep.prefix)}}
 	if doc.MacAddress != "" {
 		mac, err := net.ParseMAC(doc.MacAddress)
@@ -728,8 +747,18 @@ func (h *Service) validatePoliciesLocked(ep *hnsEndpoint, policies []hcn.Endpoin
 				ex = append(ex, pf)
 			}
 			onat = &ex
+		case hcn.NetworkProviderAddress:
+			// The address of the host a remote endpoint lives on (kube-proxy on overlay);
+			// recorded: the emulated host routes to remote endpoints by their own address.
+			var s hcn.ProviderAddressEndpointPolicySetting
+			if err := hcnDecode(string(p.Settings), &s, f+".Settings"); err != nil {
+				return err
+			}
+			if a, err := netip.ParseAddr(s.ProviderAddress); err != nil || !a.Is4() {
+				return hcnErrorf(computenetwork.HCN_E_INVALID_IP, "%s.Settings.ProviderAddress: %q is not an IPv4 address", f, s.ProviderAddress)
+			}
 		case hcn.ACL, hcn.QOS, hcn.L2Driver, hcn.SDNRoute, hcn.L4Proxy, hcn.L4WFPPROXY, hcn.PortName,
-			hcn.EncapOverhead, hcn.IOV, hcn.NetworkProviderAddress, hcn.NetworkInterfaceConstraint, hcn.TierAcl:
+			hcn.EncapOverhead, hcn.IOV, hcn.NetworkInterfaceConstraint, hcn.TierAcl:
 			// Known to HNS; recorded, without effect in the emulator (docs/emulator.md, "HNS").
 		default:
 			return hcnErrorf(computenetwork.HCN_E_INVALID_POLICY_TYPE, "%s.Type: %q is not an endpoint policy type", f, p.Type)
@@ -1250,7 +1279,8 @@ func (h *Service) applyRulesLocked() error {
 	for _, id := range sortedKeys(h.networks) {
 		nets = append(nets, h.networks[id])
 	}
-	if err := h.dp.setRules(nets, h.sortedEndpoints()); err != nil {
+	lbs, remote := h.lbRulesLocked()
+	if err := h.dp.setRules(nets, h.sortedEndpoints(), lbs, remote); err != nil {
 		return hcnErrorf(computenetwork.E_FAIL, "NAT rules of the emulated host: %v", err)
 	}
 	return nil
@@ -1261,6 +1291,7 @@ func (h *Service) Close(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true
+	clear(h.loadBalancers)
 	for _, ep := range h.sortedEndpoints() {
 		h.deleteEndpointLocked(ctx, ep)
 	}
@@ -1344,6 +1375,8 @@ func knownField(doc any, field string) bool {
 		prefix = "ep"
 	case hcn.HostComputeNamespace:
 		prefix = "ns"
+	case hcn.HostComputeLoadBalancer:
+		prefix = "lb"
 	}
 	_, ok := jsonFieldNames[prefix+"."+field]
 	return ok
@@ -1359,6 +1392,7 @@ var jsonFieldNames = func() map[string]struct{} {
 	add("net", hcn.HostComputeNetwork{})
 	add("ep", hcn.HostComputeEndpoint{})
 	add("ns", hcn.HostComputeNamespace{})
+	add("lb", hcn.HostComputeLoadBalancer{})
 	return m
 }()
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 type fakeDataplane struct {
 	networks, namespaces, attached map[string]bool
 	rules                          int
+	lbRules                        []lbRule
 	fail                           string // the method that fails next
 }
 
@@ -62,11 +64,12 @@ func (f *fakeDataplane) attach(ep *hnsEndpoint, ns *hnsNamespace, index int) err
 	return nil
 }
 func (f *fakeDataplane) detach(ep *hnsEndpoint) error { delete(f.attached, ep.doc.Id); return nil }
-func (f *fakeDataplane) setRules(n []*hnsNetwork, e []*hnsEndpoint) error {
+func (f *fakeDataplane) setRules(n []*hnsNetwork, e []*hnsEndpoint, lbs []lbRule, remote []netip.Addr) error {
 	if err := f.failing("setRules"); err != nil {
 		return err
 	}
 	f.rules = len(n) + len(e)
+	f.lbRules = lbs
 	return nil
 }
 func (f *fakeDataplane) netnsPath(ns *hnsNamespace) string { return ns.path }

@@ -123,6 +123,12 @@ func (h *Service) hnsCall(ctx context.Context, method, path, request string) (an
 		case method == "DELETE" && id != "" && sub == "":
 			return nil, h.DeleteEndpoint(ctx, id)
 		}
+	case "policylists":
+		// Load balancers in v1 form; kube-proxy's start-up check lists them
+		// (winkernel/supported.go). Creating or deleting them through v1 is not emulated.
+		if method == "GET" && id == "" {
+			return h.v1PolicyLists(), nil
+		}
 	case "endpointstats":
 		if method == "GET" && id != "" && sub == "" {
 			return h.endpointStats(id)

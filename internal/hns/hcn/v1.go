@@ -121,3 +121,24 @@ type V1NamespaceResourceRequest struct {
 type V1NamespaceEndpointData struct {
 	ID string `json:"Id"`
 }
+
+// PolicyList is a v1 policy list, what GET /policylists/ answers (hnslib's and hcsshim's
+// hns.PolicyList): the v1 view of a load balancer, its endpoints as references
+// ("/endpoints/<id>") and an ELB policy.
+type PolicyList struct {
+	ID                 string            `json:"ID,omitempty"`
+	EndpointReferences []string          `json:"References,omitempty"`
+	Policies           []json.RawMessage `json:"Policies,omitempty"`
+}
+
+// V1ELBPolicy is a v1 load-balancer policy (Type "ELB"; hns.ELBPolicy).
+type V1ELBPolicy struct {
+	Type         string   `json:"Type"`
+	Protocol     uint16   `json:"Protocol,omitempty"`
+	InternalPort uint16   `json:"InternalPort"`
+	ExternalPort uint16   `json:"ExternalPort"`
+	SourceVIP    string   `json:"SourceVIP,omitempty"`
+	VIPs         []string `json:"VIPs,omitempty"`
+	ILB          bool     `json:"ILB,omitempty"`
+	DSR          bool     `json:"IsDSR,omitempty"`
+}

@@ -250,3 +250,64 @@ type ModifyNamespaceSettingRequest struct {
 type NamespaceEndpointRequest struct {
 	EndpointId string `json:"EndpointId"`
 }
+
+// Endpoint flags (HostComputeEndpoint.Flags, hcsshim's and hnslib's hcn.EndpointFlags).
+const (
+	// EndpointFlagsRemoteEndpoint marks an endpoint that stands for an address on another host
+	// (kube-proxy's backends on other nodes): it is never added to a namespace.
+	EndpointFlagsRemoteEndpoint uint32 = 1
+)
+
+// ProviderAddressEndpointPolicySetting is a ProviderAddress endpoint policy's settings: the
+// address of the host a remote endpoint lives on.
+type ProviderAddressEndpointPolicySetting struct {
+	ProviderAddress string `json:",omitempty"`
+}
+
+// Load balancer flags (HostComputeLoadBalancer.Flags, hcsshim's and hnslib's
+// hcn.LoadBalancerFlags).
+const (
+	LoadBalancerFlagsDSR  uint32 = 1
+	LoadBalancerFlagsIPv6 uint32 = 2
+)
+
+// Load balancer port mapping flags (LoadBalancerPortMapping.Flags, hcn's
+// LoadBalancerPortMappingFlags; VipExternalIP 16 is kube-proxy's own constant, winkernel/hns.go).
+const (
+	LoadBalancerPortMappingFlagsILB            uint32 = 1
+	LoadBalancerPortMappingFlagsLocalRoutedVIP uint32 = 2
+	LoadBalancerPortMappingFlagsUseMux         uint32 = 4
+	LoadBalancerPortMappingFlagsPreserveDIP    uint32 = 8
+	LoadBalancerPortMappingFlagsVipExternalIP  uint32 = 16
+)
+
+// Load balancer distribution types (LoadBalancerPortMapping.DistributionType, hcn's
+// LoadBalancerDistribution): per connection, per client IP and protocol, per client IP.
+const (
+	LoadBalancerDistributionNone             uint32 = 0
+	LoadBalancerDistributionSourceIPProtocol uint32 = 1
+	LoadBalancerDistributionSourceIP         uint32 = 2
+)
+
+// LoadBalancerPortMapping is one frontend port of a load balancer: Protocol is an IP protocol
+// number (6 TCP, 17 UDP); ExternalPort on the frontend goes to InternalPort on the backends.
+type LoadBalancerPortMapping struct {
+	Protocol         uint32 `json:",omitempty"`
+	InternalPort     uint16 `json:",omitempty"`
+	ExternalPort     uint16 `json:",omitempty"`
+	DistributionType uint32 `json:",omitempty"`
+	Flags            uint32 `json:",omitempty"`
+}
+
+// HostComputeLoadBalancer is a load balancer (kube-proxy's Services): traffic to FrontendVIPs
+// (or, without one, to the host's addresses) at a port mapping's ExternalPort goes to one of
+// HostComputeEndpoints at its InternalPort.
+type HostComputeLoadBalancer struct {
+	Id                   string                    `json:"ID,omitempty"`
+	HostComputeEndpoints []string                  `json:",omitempty"`
+	SourceVIP            string                    `json:",omitempty"`
+	FrontendVIPs         []string                  `json:",omitempty"`
+	PortMappings         []LoadBalancerPortMapping `json:",omitempty"`
+	SchemaVersion        Version                   `json:",omitempty"`
+	Flags                uint32                    `json:",omitempty"`
+}
