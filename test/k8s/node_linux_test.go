@@ -4,7 +4,6 @@ package k8s
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"github.com/openhcs/runhcs/internal/hcs"
 	emuclient "github.com/openhcs/runhcs/internal/hcsemu/client"
 	"github.com/openhcs/runhcs/internal/hcsemu/layout"
+	"github.com/openhcs/runhcs/internal/hns"
+	"github.com/openhcs/runhcs/internal/hns/hcn"
 	"github.com/openhcs/runhcs/internal/testenv"
 )
 
@@ -48,8 +49,8 @@ func winnode(t testing.TB, root string, args ...string) string {
 	return string(out)
 }
 
-// nodeResidue lists what the node holds of pods: compute systems (hcsemu), HNS endpoints and
-// namespaces, the container volumes mounted under the node's folder, the cgroups of compute
+// nodeResidue lists what the node holds of pods: compute systems (hcsemu), HNS endpoints (but
+// kube-proxy's remote ones) and namespaces, the container volumes mounted under the node's folder, the cgroups of compute
 // systems and the shim processes (containerd-shim-runhcs-v1.exe under Wine). Empty: no pod is
 // left on the node. A question that cannot be answered is itself an entry.
 func nodeResidue(ctx context.Context, root string) []string {
@@ -71,21 +72,24 @@ func nodeResidue(ctx context.Context, root string) []string {
 	if c, err := emuclient.DialHNS(sock); err != nil {
 		left = append(left, fmt.Sprintf("HNS: %v", err))
 	} else {
-		for _, q := range []struct {
-			what string
-			list func(string) (string, error)
-		}{{"HNS endpoint", c.EnumerateEndpoints}, {"HNS namespace", c.EnumerateNamespaces}} {
-			out, err := q.list("")
-			var ids []string
-			if err == nil && strings.TrimSpace(out) != "" && strings.TrimSpace(out) != "null" {
-				err = json.Unmarshal([]byte(out), &ids)
+		api := hns.NewClient(c)
+		// Remote endpoints are kube-proxy's, for Service backends off the node (the API
+		// server behind the kubernetes Service, CoreDNS): they belong to Services, not pods.
+		eps, err := api.ListEndpoints(ctx, hns.Filter{})
+		if err != nil {
+			left = append(left, fmt.Sprintf("HNS endpoints: %v", err))
+		}
+		for _, ep := range eps {
+			if ep.Flags&hcn.EndpointFlagsRemoteEndpoint == 0 {
+				left = append(left, "HNS endpoint "+ep.Id)
 			}
-			if err != nil {
-				left = append(left, fmt.Sprintf("%ss: %v", q.what, err))
-			}
-			for _, id := range ids {
-				left = append(left, q.what+" "+id)
-			}
+		}
+		nss, err := api.ListNamespaces(ctx, hns.Filter{})
+		if err != nil {
+			left = append(left, fmt.Sprintf("HNS namespaces: %v", err))
+		}
+		for _, ns := range nss {
+			left = append(left, "HNS namespace "+ns.Id)
 		}
 		c.Close()
 	}

@@ -23,6 +23,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/openhcs/runhcs/internal/hcsemu"
+	emuclient "github.com/openhcs/runhcs/internal/hcsemu/client"
+	"github.com/openhcs/runhcs/internal/hns"
+	"github.com/openhcs/runhcs/internal/hns/hcn"
 )
 
 // Services on the Windows node: kube-proxy.exe (winkernel) programs each into the node's HNS as
@@ -232,7 +235,7 @@ func waitServing(t testing.TB, what string, dial func(network, addr string) (net
 // requests over all 3 backends; the headless Service resolves to the 3 pod addresses. Scaled
 // down to 1 and up to 3, the Services follow: 5 s after the endpoints changed, no request
 // reaches a removed backend, and every new one gets requests. kube-proxy restarted programs
-// them all again.
+// them all again. Deleted, they leave no load balancer in the node's HNS.
 func TestServices(t *testing.T) {
 	cs := client(t)
 	ns := namespace(t, cs)
@@ -344,4 +347,55 @@ func TestServices(t *testing.T) {
 		}
 		checkSpread(t, "NodePort after kube-proxy's restart", got, backends)
 	})
+	// Deleted, the Services leave no load balancer in the node's HNS (Get-HnsLoadBalancer
+	// on a Windows node) and stop answering.
+	t.Run("Deleted", func(t *testing.T) {
+		ours := func() []string {
+			var found []string
+			for _, lb := range nodeLoadBalancers(t) {
+				for _, pm := range lb.PortMappings {
+					if slices.Contains(lb.FrontendVIPs, cip.Spec.ClusterIP) || (len(lb.FrontendVIPs) == 0 && pm.ExternalPort == uint16(np.Spec.Ports[0].NodePort)) {
+						found = append(found, fmt.Sprintf("%s %v:%d", lb.Id, lb.FrontendVIPs, pm.ExternalPort))
+					}
+				}
+			}
+			return found
+		}
+		if len(ours()) == 0 {
+			t.Fatal("no load balancer of the Services in HNS before their deletion")
+		}
+		for _, name := range []string{"web", "web-np", "web-headless"} {
+			if err := cs.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(waitLong)
+		for left := ours(); len(left) > 0; left = ours() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s after the Services' deletion, HNS still holds their load balancers: %v", waitLong, left)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		if body, err := httpGet(host, clusterAddr); err == nil {
+			t.Errorf("the deleted ClusterIP %s still answers: %q", clusterAddr, body)
+		}
+		if body, err := httpGet(fromHere, nodePortAddr); err == nil {
+			t.Errorf("the deleted NodePort %s still answers: %q", nodePortAddr, body)
+		}
+	})
+}
+
+// nodeLoadBalancers lists the load balancers in the Windows node's HNS.
+func nodeLoadBalancers(t testing.TB) []hcn.HostComputeLoadBalancer {
+	t.Helper()
+	c, err := emuclient.DialHNS(filepath.Join(nodeRoot(t), "hcsemu.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	lbs, err := hns.NewClient(c).ListLoadBalancers(context.Background(), hns.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lbs
 }
