@@ -193,8 +193,9 @@ func TestContractLoadBalancerTraffic(t *testing.T) {
 	script := env + "d=$(mktemp -d /tmp/hns-lb-contract.XXXXXX) && echo $d\n"
 	for i, ns := range backendNS {
 		script += fmt.Sprintf("nsenter --net=%s %s http 0.0.0.0:8080 backend-%d </dev/null >$d/%d.out 2>&1 & echo $! >>$d/pids\n", netns(ns), workload, i+1, i+1)
+		script += fmt.Sprintf("nsenter --net=%s %s udp 0.0.0.0:5353 backend-%d </dev/null >$d/%d.udp.out 2>&1 & echo $! >>$d/pids\n", netns(ns), workload, i+1, i+1)
 	}
-	script += "for f in 1 2 3 4; do i=0; until grep -q listening $d/$f.out; do i=$((i+1)); [ $i -lt 600 ] || { cat $d/$f.out; exit 1; }; sleep 0.1; done; done\n"
+	script += "for f in 1 2 3 4 1.udp 2.udp 3.udp 4.udp; do i=0; until grep -q listening $d/$f.out; do i=$((i+1)); [ $i -lt 600 ] || { cat $d/$f.out; exit 1; }; sleep 0.1; done; done\n"
 	out, err := run(script)
 	if err != nil {
 		t.Fatalf("start the backends: %v", err)
@@ -210,7 +211,9 @@ func TestContractLoadBalancerTraffic(t *testing.T) {
 			enter = "nsenter --net=" + from + " "
 		}
 		req := fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && cat <&3`, address, port)
-		s := fmt.Sprintf("%sfor i in $(seq %d); do %sbash -c \"%s\" | tail -n 1; echo; done", env, times, enter, req)
+		// timeout bounds a connection that is never answered; the first failure ends the loop,
+		// so that a broken frontend fails the test at once. The test asserts only the answers.
+		s := fmt.Sprintf("%sfor i in $(seq %d); do a=$(%stimeout 10 bash -c \"%s\") || break; echo \"$a\" | tail -n 1; done", env, times, enter, req)
 		out, err := run(s)
 		var seen []string
 		for _, l := range strings.Split(out, "\n") {
@@ -222,6 +225,25 @@ func TestContractLoadBalancerTraffic(t *testing.T) {
 		return seen, err
 	}
 	all := []string{"backend-1", "backend-2", "backend-3"}
+	// getUDP is get for a UDP frontend: one datagram from a new socket each time, one answer.
+	getUDP := func(from, address string, port, times int) ([]string, error) {
+		enter := ""
+		if from != "" {
+			enter = "nsenter --net=" + from + " "
+		}
+		// timeout bounds a lost answer, and the first one ends the loop (as in get).
+		req := fmt.Sprintf(`exec 3<>/dev/udp/%s/%d && printf q >&3 && head -n 1 <&3`, address, port)
+		s := fmt.Sprintf("%sfor i in $(seq %d); do %stimeout 10 bash -c \"%s\" || break; done", env, times, enter, req)
+		out, err := run(s)
+		var seen []string
+		for _, l := range strings.Split(out, "\n") {
+			if l = strings.TrimSpace(l); l != "" && !slices.Contains(seen, l) {
+				seen = append(seen, l)
+			}
+		}
+		slices.Sort(seen)
+		return seen, err
+	}
 
 	lb, err := c.CreateLoadBalancer(ctx(t), clusterIP("10.251.133.10", 80, 8080, backendEP...))
 	if err != nil {
@@ -233,6 +255,20 @@ func TestContractLoadBalancerTraffic(t *testing.T) {
 	}
 	if seen, err := get("", "10.251.133.10", 80, 60); !slices.Equal(seen, all) {
 		t.Errorf("host → ClusterIP 10.251.133.10:80: answers %q (%v); want every backend", seen, err)
+	}
+
+	// UDP, as the kube-dns Service's port 53.
+	udp := clusterIP("10.251.133.13", 53, 5353, backendEP...)
+	udp.PortMappings[0].Protocol = 17
+	ulb, err := c.CreateLoadBalancer(ctx(t), udp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen, err := getUDP(netns(client), "10.251.133.13", 53, 60); !slices.Equal(seen, all) {
+		t.Errorf("pod → UDP ClusterIP 10.251.133.13:53: answers %q (%v); want every backend", seen, err)
+	}
+	if seen, err := getUDP("", "10.251.133.13", 53, 60); !slices.Equal(seen, all) {
+		t.Errorf("host → UDP ClusterIP 10.251.133.13:53: answers %q (%v); want every backend", seen, err)
 	}
 
 	sticky := clusterIP("10.251.133.11", 80, 8080, backendEP...)
@@ -285,16 +321,16 @@ nsenter --net=%[1]s sh -c 'ip addr add 192.0.2.2/24 dev eth0 && ip link set eth0
 		t.Errorf("outside → ClusterIP 10.251.133.10:80: answers %q; want none", seen)
 	}
 
-	for _, id := range []string{lb.Id, slb.Id, rlb.Id, np.Id} {
+	for _, id := range []string{lb.Id, ulb.Id, slb.Id, rlb.Id, np.Id} {
 		if err := c.DeleteLoadBalancer(ctx(t), id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	out, err = run(env + "nft list table ip hcsemu; ip route show 10.251.133.10; ip route show 10.251.133.11; ip route show 10.251.133.12")
+	out, err = run(env + "nft list table ip hcsemu; ip route show 10.251.133.10; ip route show 10.251.133.11; ip route show 10.251.133.12; ip route show 10.251.133.13")
 	if err != nil {
 		t.Fatalf("the emulated host's rules: %v", err)
 	}
-	for _, s := range []string{"10.251.133.10", "10.251.133.11", "10.251.133.12", "10.251.34.11", "30080"} {
+	for _, s := range []string{"10.251.133.10", "10.251.133.11", "10.251.133.12", "10.251.133.13", "10.251.34.11", "30080"} {
 		if strings.Contains(out, s) {
 			t.Errorf("after the load balancers' deletion, %s is still in the host's rules or routes:\n%s", s, out)
 		}

@@ -35,6 +35,8 @@
 //	                      "echo: LINE", until killed
 //	http ADDRESS TEXT     HTTP server: listen on ADDRESS, print "listening ADDRESS", answer every
 //	                      request with 200 and TEXT, until killed
+//	udp ADDRESS TEXT      UDP server: listen on ADDRESS, print "listening ADDRESS", answer every
+//	                      datagram with TEXT and a newline, until killed
 //	connect ADDRESS MSG   connect to ADDRESS (retrying for up to 10 s while it is refused or
 //	                      unreachable), send MSG and a newline, print the one-line answer
 //	get URL [COUNT]       GET the http://HOST:PORT/PATH URL COUNT times (default 1), each on a new

@@ -136,6 +136,11 @@ func dispatch(cmd string, args []string, stdin io.Reader, stdout, stderr io.Writ
 			return usageError{fmt.Sprintf("want ADDRESS (host:port) TEXT, got %q", args)}
 		}
 		return serveHTTP(args[0], args[1], stdout)
+	case "udp":
+		if len(args) != 2 {
+			return usageError{fmt.Sprintf("want ADDRESS (host:port) TEXT, got %q", args)}
+		}
+		return serveUDP(args[0], args[1], stdout)
 	case "listen":
 		if len(args) != 1 {
 			return usageError{fmt.Sprintf("want ADDRESS (host:port), got %q", args)}

@@ -37,6 +37,26 @@ func listen(address string, stdout io.Writer) error {
 	}
 }
 
+// serveUDP answers every datagram on address with text and a newline (a UDP Service's backend,
+// which names itself), until the process is killed.
+func serveUDP(address, text string, stdout io.Writer) error {
+	c, err := net.ListenPacket("udp", address)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(stdout, "listening %s\n", c.LocalAddr()); err != nil {
+		return err
+	}
+	buf := make([]byte, 64*1024)
+	for {
+		_, from, err := c.ReadFrom(buf)
+		if err != nil {
+			return err
+		}
+		c.WriteTo([]byte(text+"\n"), from)
+	}
+}
+
 // connectRetry is how long connect keeps trying while the server is not there yet.
 const connectRetry = 10 * time.Second
 

@@ -80,8 +80,36 @@ func TestHTTP(t *testing.T) {
 	}
 }
 
+// TestUDP: every datagram is answered with the text.
+func TestUDP(t *testing.T) {
+	pr, pw := io.Pipe()
+	go run([]string{"udp", "127.0.0.1:0", "backend-1"}, nil, pw, io.Discard)
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if !ok {
+		t.Fatalf("udp printed %q, want \"listening ADDRESS\"", line)
+	}
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 2 {
+		if _, err := c.Write([]byte("q")); err != nil {
+			t.Fatal(err)
+		}
+		got, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil || got != "backend-1\n" {
+			t.Fatalf("answer %q, %v; want the text and a newline", got, err)
+		}
+	}
+}
+
 func TestNetUsage(t *testing.T) {
-	for _, args := range [][]string{{"listen"}, {"connect", "127.0.0.1:1"}, {"listen", "a", "b"}, {"http", "127.0.0.1:0"}} {
+	for _, args := range [][]string{{"listen"}, {"connect", "127.0.0.1:1"}, {"listen", "a", "b"}, {"http", "127.0.0.1:0"}, {"udp", "127.0.0.1:0"}} {
 		var errb bytes.Buffer
 		if code := run(args, nil, io.Discard, &errb); code != 2 || !strings.Contains(errb.String(), "want ADDRESS") {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and a usage message", args, code, errb.String())
