@@ -12,7 +12,7 @@ import (
 )
 
 // The load-balancer part of the contract suite: what kube-proxy's winkernel proxier does with
-// HNS (../shared/notes/kube-proxy-hns-facts.md): remote endpoints for backends on other nodes,
+// HNS (docs/notes/kube-proxy-hns.md): remote endpoints for backends on other nodes,
 // load balancers for ClusterIPs and NodePorts, and the traffic they carry.
 
 func l2bridgeNetwork(name, subnet, gw string) *hcn.HostComputeNetwork {

@@ -202,7 +202,7 @@ func TestHcsshimV1(t *testing.T) {
 }
 
 // TestHcsshimLoadBalancers makes the calls kube-proxy's winkernel proxier makes through hnslib,
-// whose hcn package is hcsshim's (../shared/notes/kube-proxy-hns-facts.md has the list).
+// whose hcn package is hcsshim's (docs/notes/kube-proxy-hns.md has the list).
 func TestHcsshimLoadBalancers(t *testing.T) {
 	c := requireContract(t)
 	// Start-up: the v1 compatibility check and the features read from /globals/version.

@@ -16,7 +16,7 @@ import (
 // Load balancers: HCN's HostComputeLoadBalancer, what kube-proxy's winkernel proxier programs a
 // Service into (ClusterIP: a frontend VIP; NodePort: no VIP, the host's addresses; externalIPs
 // and load-balancer ingress IPs: a VIP with VipExternalIP). The facts of kube-proxy's use are in
-// ../shared/notes/kube-proxy-hns-facts.md. A load balancer is kept with the other HNS objects
+// docs/notes/kube-proxy-hns.md. A load balancer is kept with the other HNS objects
 // (gone with the daemon, nothing of it in the kernel after its deletion) and made real as
 // nftables DNAT rules in the emulated host (lbRules, dataplane_linux.go).
 //
