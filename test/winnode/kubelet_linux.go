@@ -100,7 +100,11 @@ func kubeletCmd(args []string) error {
 		return fmt.Errorf("the node's hcsemu: %w", err)
 	}
 	cmd := exec.Command(string(hcsemuBin), argv...)
-	cmd.Env = os.Environ()
+	// The node's mark (nodeMarker), as restart gives containerd.exe: kubelet.exe is a process of
+	// the node, and down must find it also when serve crashed and the prefix's wineserver did not
+	// end it (observed: a cluster's node whose serve and hcsemu were SIGKILLed kept its kubelet.exe
+	// until the cluster's down swept it).
+	cmd.Env = append(os.Environ(), nodeMarker+"="+filepath.Clean(o.root))
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
