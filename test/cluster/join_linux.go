@@ -60,7 +60,7 @@ func joinCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := checkPodSubnet(self, others); err != nil {
+	if err := checkPodSubnet(self, others); err != nil {
 		return err
 	}
 	pr := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "cluster: "+format, a...) }

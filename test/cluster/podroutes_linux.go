@@ -56,25 +56,25 @@ func readJoined(root string) ([]joinedNode, error) {
 // checkPodSubnet checks a joining node's pod subnet (the node's own, RUNHCS_NODE_POD_SUBNET of
 // its node.env) against the cluster's pod CIDR and the nodes joined before: inside the one,
 // overlapping none of the others, and its name and number not taken.
-func checkPodSubnet(self joinedNode, others []joinedNode) (netip.Prefix, error) {
+func checkPodSubnet(self joinedNode, others []joinedNode) error {
 	s, err := netip.ParsePrefix(self.PodSubnet)
 	if err != nil {
-		return s, fmt.Errorf("node %s: pod subnet %q (RUNHCS_NODE_POD_SUBNET of its node.env): %v", self.Name, self.PodSubnet, err)
+		return fmt.Errorf("node %s: pod subnet %q (RUNHCS_NODE_POD_SUBNET of its node.env): %v", self.Name, self.PodSubnet, err)
 	}
 	cluster := netip.MustParsePrefix(podCIDR)
 	if s.Bits() < cluster.Bits() || !cluster.Contains(s.Addr()) {
-		return s, fmt.Errorf("node %s: pod subnet %s is not inside the cluster's pod CIDR %s (hack/winnode.sh up --pod-subnet)", self.Name, s, cluster)
+		return fmt.Errorf("node %s: pod subnet %s is not inside the cluster's pod CIDR %s (hack/winnode.sh up --pod-subnet)", self.Name, s, cluster)
 	}
 	for _, o := range others {
 		if o.Name == self.Name || o.Index == self.Index {
-			return s, fmt.Errorf("node %s (--index %d): node %s (index %d) joined already", self.Name, self.Index, o.Name, o.Index)
+			return fmt.Errorf("node %s (--index %d): node %s (index %d) joined already", self.Name, self.Index, o.Name, o.Index)
 		}
 		op, err := netip.ParsePrefix(o.PodSubnet)
 		if err == nil && op.Overlaps(s) {
-			return s, fmt.Errorf("node %s: pod subnet %s overlaps node %s's %s", self.Name, s, o.Name, op)
+			return fmt.Errorf("node %s: pod subnet %s overlaps node %s's %s", self.Name, s, o.Name, op)
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // routePodSubnets gives the joining node and each node joined before a route to the other's pod

@@ -12,10 +12,10 @@ import (
 func TestCheckPodSubnet(t *testing.T) {
 	one := joinedNode{Name: "winnode-1", Index: 1, Address: "10.251.0.11", PodSubnet: "10.250.0.0/24"}
 	two := joinedNode{Name: "winnode-2", Index: 2, Address: "10.251.0.12", PodSubnet: "10.250.1.0/24"}
-	if _, err := checkPodSubnet(one, nil); err != nil {
+	if err := checkPodSubnet(one, nil); err != nil {
 		t.Errorf("the first node: %v", err)
 	}
-	if _, err := checkPodSubnet(two, []joinedNode{one}); err != nil {
+	if err := checkPodSubnet(two, []joinedNode{one}); err != nil {
 		t.Errorf("the second node: %v", err)
 	}
 	for _, tc := range []struct {
@@ -31,7 +31,7 @@ func TestCheckPodSubnet(t *testing.T) {
 		{"10.250.1.0/24", "winnode-3", 1, "node winnode-1 (index 1) joined already"},
 	} {
 		n := joinedNode{Name: tc.name, Index: tc.index, PodSubnet: tc.subnet}
-		_, err := checkPodSubnet(n, []joinedNode{one})
+		err := checkPodSubnet(n, []joinedNode{one})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one saying %q", n, err, tc.want)
 		}
