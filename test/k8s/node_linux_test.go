@@ -3,7 +3,6 @@
 package k8s
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	emuclient "github.com/openhcs/runhcs/internal/hcsemu/client"
 	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/internal/testenv"
+	"github.com/openhcs/runhcs/test/internal/rootdir"
 )
 
 // The emulated Windows node behind the Node (hack/cluster.sh: DIR/nodes/winnode-1): the tests
@@ -140,16 +140,11 @@ func waitNoResidue(t *testing.T, root string) {
 	}
 }
 
-// winnodeMarker is the environment variable by which test/winnode marks every process of a node
-// with the node's folder (test/winnode's nodeMarker, which its down relies on too): containerd.exe
-// has it, and the shims it starts inherit it.
-const winnodeMarker = "RUNHCS_WINNODE_NODE"
-
 // shimProcesses are the shim's processes of the node at root: Wine shows a Windows program's
-// argv[0] as its path, and the node's mark (winnodeMarker) tells them from the shims of the
-// cluster's other nodes and of other nodes on the machine.
+// argv[0] as its path, and the node's mark (rootdir.NodeMarker: containerd.exe has it, and the
+// shims it starts inherit it) tells them from the shims of the cluster's other nodes and of
+// other nodes on the machine.
 func shimProcesses(root string) []int {
-	marker := []byte(winnodeMarker + "=" + root + "\x00")
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -163,8 +158,7 @@ func shimProcesses(root string) []int {
 		}
 		argv0, _, _ := strings.Cut(string(b), "\x00")
 		if strings.HasSuffix(strings.ReplaceAll(argv0, `\`, "/"), "/containerd-shim-runhcs-v1.exe") {
-			env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-			if !bytes.Contains(append([]byte{0}, env...), append([]byte{0}, marker...)) {
+			if !rootdir.HasEnv(pid, rootdir.NodeMarker+"="+root) {
 				continue
 			}
 			st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
