@@ -19,7 +19,8 @@
 # and each node's host routes the others' pod subnets (docs/cluster.md, "Two nodes"). run runs a program with KUBECONFIG set, on the cluster's network, with
 # the pinned kubectl first on PATH. down leaves nothing, also after a crash of any part. test
 # brings a cluster up, runs test/k8s against it, checks that down cleans up after a crash
-# (test/cluster TestDownAfterCrash) and takes it down (make test-cluster); test/k8s learns how
+# (test/cluster TestDownAfterCrash), takes it down after a crash of its nodes' parts (test/cluster
+# TestDownAfterNodeCrash) (make test-cluster); test/k8s learns how
 # many Windows nodes to expect from RUNHCS_CLUSTER_WINDOWS_NODES. bench prints the pod
 # start-up figures (p50, p90, p99 over 30 pods: process-isolated, Hyper-V, a Deployment scaled
 # from 0 to 30; test/k8s BenchmarkPodStartup) of the cluster that is up, with the load average.
@@ -92,7 +93,7 @@ up)
 		fi
 		node_join "${k}"
 	done
-	printf 'cluster: %-34s %7.2fs (%d Windows nodes)\n' "cluster up" "$(elapsed "${t0}")" "${nodes}" >&2
+	printf 'cluster: %-34s %7.2fs (Windows nodes: %d)\n' "cluster up" "$(elapsed "${t0}")" "${nodes}" >&2
 	cat "${dir}/cluster.env"
 	echo "cluster: up; kubeconfig ${dir}/kubeconfig; try: hack/cluster.sh run --root ${dir} kubectl get nodes -o wide; stop with: hack/cluster.sh down --root ${dir}" >&2
 	;;
@@ -123,8 +124,11 @@ test)
 		"${dir}/bin/cluster" run --root "${dir}" -- "${dir}/bin/k8s.test" -test.v -test.count=1 -test.timeout 20m "$@" || rc=$?
 	printf 'cluster: %-34s %7.2fs\n' "test/k8s" "$(elapsed "${t0}")" >&2
 	# down after a crash of the control plane leaves nothing and spares its caller (a control
-	# plane of its own, beside this one).
-	RUNHCS_CLUSTER_BIN="${dir}/bin" go test -count=1 -v -timeout 10m -run 'TestDownAfterCrash' ./test/cluster || rc=$?
+	# plane of its own, beside this one); then this cluster is taken down after a crash of its
+	# nodes' parts (the last node's serve, hcsemu and containerd.exe, the first's kubelet.exe),
+	# and nothing of any node may be left.
+	RUNHCS_CLUSTER_BIN="${dir}/bin" RUNHCS_CLUSTER_CRASH_ROOT="${dir}" \
+		go test -count=1 -v -timeout 10m -run 'TestDownAfterCrash|TestDownAfterNodeCrash' ./test/cluster || rc=$?
 	printf 'cluster: %-34s %7.2fs (exit %d)\n' "test, containerd ${containerd}" "$(elapsed "${t_test}")" "${rc}" >&2
 	exit "${rc}"
 	;;
