@@ -23,7 +23,7 @@ build:
 ## test: unit tests with the race detector
 test:
 	$(GO) test -race -count=1 -timeout 15m $(UNIT_PKGS)
-	$(GO) test -race -count=1 -skip TestDownAfterCrash ./test/cluster
+	$(GO) test -race -count=1 -skip 'TestDownAfterCrash|TestDownAfterNodeCrash' ./test/cluster
 
 ## fuzz: every fuzz target for a bounded time (RUNHCS_FUZZTIME seconds each, default 20; root)
 fuzz:
