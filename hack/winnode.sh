@@ -6,6 +6,7 @@
 #
 #   hack/winnode.sh deps
 #   hack/winnode.sh up [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows] [--sandboxer podsandbox|shim]
+#                      [--pod-subnet CIDR] [--cluster-cidr CIDR]
 #   hack/winnode.sh down [--root DIR]
 #   hack/winnode.sh run [--root DIR] PROGRAM ARGS…
 #   hack/winnode.sh test [--root DIR] [--containerd 2|1.7] [--snapshotter wcow|windows] [--sandboxer podsandbox|shim] [go test flags…]
@@ -16,7 +17,9 @@
 # Wine's): nftables, whose nft hcsemu runs for the HNS network's NAT and port mappings; up runs
 # it first, so on a machine with Go, gcc and apt the node's commands work as the README prints
 # them. up builds what is missing (cached in $RUNHCS_CACHE), starts the node and prints its
-# environment (also in DIR/node.env). DIR defaults to /tmp/runhcs-winnode. test brings a node up,
+# environment (also in DIR/node.env). DIR defaults to /tmp/runhcs-winnode. --pod-subnet (default
+# 10.250.0.0/24) is the node's HNS network and pod addresses; --cluster-cidr (10.250.0.0/16) holds
+# every node's subnet and is not NATed (hack/cluster.sh gives each node of a cluster its own). test brings a node up,
 # runs the CRI suite (test/cri, a Windows test binary) in it, checks that down cleans up after a
 # crash and spares its caller (test/winnode TestDownAfterCrash, TestDownFromCaller, with the same
 # containerd) and takes it down; make test-winnode runs it for both containerd versions.
@@ -56,6 +59,7 @@ while [[ $# -gt 0 ]]; do
 	--containerd) containerd="$2"; args+=("$1" "$2"); shift 2 ;;
 	--snapshotter) args+=("$1" "$2"); shift 2 ;;
 	--sandboxer) sandboxer="$2"; args+=("$1" "$2"); shift 2 ;;
+	--pod-subnet | --cluster-cidr) args+=("$1" "$2"); shift 2 ;;
 	*) break ;;
 	esac
 done
@@ -118,7 +122,7 @@ test)
 	# shellcheck source=hack/wine/lib.sh
 	source hack/wine/lib.sh
 	RUNHCS_WINNODE_BIN="${dir}/bin" RUNHCS_WINNODE_PREFIX="${WINE_PREFIX_DIR}" RUNHCS_WINNODE_CONTAINERD="${containerd}" \
-		go test -count=1 -v -timeout 20m -run 'TestDownAfterCrash|TestDownFromCaller|TestUpInstallsPackages|TestContainerdConfig|TestDocsConfig|TestServerVersion|TestNodeRegistry|TestSandboxAPIDocConfig|TestSandboxerConfig' ./test/winnode || rc=$?
+		go test -count=1 -v -timeout 20m -run 'TestDownAfterCrash|TestDownFromCaller|TestUpInstallsPackages|TestContainerdConfig|TestPodNetwork|TestDocsConfig|TestServerVersion|TestNodeRegistry|TestSandboxAPIDocConfig|TestSandboxerConfig' ./test/winnode || rc=$?
 	printf 'winnode: %-34s %7.2fs (exit %d)\n' "test, containerd ${containerd}" "$(elapsed "${t_test}")" "${rc}" >&2
 	exit "${rc}"
 	;;

@@ -24,11 +24,14 @@
 // of a veth pair as its NIC, 10.251.0.(10+N)/24, the other end a port of phys0. So kubelet
 // reaches the API server at 10.251.0.1, and the API server reaches kubelet's port 10250 (logs,
 // exec, attach, port-forward: API server → kubelet → containerd's streaming server) at the
-// node's InternalIP, which kubelet is told (--node-ip). The control plane routes each node's pod
-// subnet through that node's address, as flannel host-gw or static routes do on Windows
-// clusters. A second node, CoreDNS (a process on phys0 or a pod) and kube-proxy (a process in a
-// node's host namespace) plug into this without changing it. Nothing is added to the machine's
-// own network namespace: the links join namespaces of the cluster's own.
+// node's InternalIP, which kubelet is told (--node-ip). Node N's pod subnet is its HNS network's
+// (winnode --pod-subnet, 10.250.(N-1).0/24 from hack/cluster.sh), and join routes it as static
+// routes (or flannel host-gw) do on win-bridge clusters: the control plane and every node joined
+// before get a route to it through the node's address, the node a route to each of theirs
+// (podroutes_linux.go; joined nodes are recorded in DIR/joined), and the Node's podCIDR is set to
+// it. CoreDNS (a process on phys0 or a pod) and kube-proxy (a process in a node's host namespace)
+// plug into this without changing it. Nothing is added to the machine's own network namespace:
+// the links join namespaces of the cluster's own.
 //
 // Process model (as test/winnode's): `up` starts `cluster serve` detached (its own session),
 // which starts the control plane's processes in the namespace, each step timed in DIR/steps,

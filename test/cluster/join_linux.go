@@ -19,6 +19,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/openhcs/runhcs/internal/hcsemu"
+	"github.com/openhcs/runhcs/test/internal/rootdir"
 )
 
 // nicName is the name of a node's link to the physical network in its host namespace, where
@@ -50,11 +51,31 @@ func joinCmd(args []string) error {
 	if _, err := readEnv(*root); err != nil {
 		return err
 	}
+	nodeEnv, err := rootdir.ReadEnv(filepath.Join(*nodeRoot, "node.env"))
+	if err != nil {
+		return fmt.Errorf("--node-root %s: no running node there: %w", *nodeRoot, err)
+	}
+	self := joinedNode{Name: *name, Index: *index, Address: addr.String(), PodSubnet: nodeEnv["RUNHCS_NODE_POD_SUBNET"],
+		HostNetns: hcsemu.HostNetnsPath(filepath.Join(*nodeRoot, "emu"))}
+	others, err := readJoined(*root)
+	if err != nil {
+		return err
+	}
+	if err := checkPodSubnet(self, others); err != nil {
+		return err
+	}
 	pr := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "cluster: "+format, a...) }
 	start := time.Now()
 	w := &prefixed{pr: pr}
-	hostNetns := hcsemu.HostNetnsPath(filepath.Join(*nodeRoot, "emu"))
-	if err := step(w, *name+": link to the cluster network", func() error { return link(*root, hostNetns, *index, addr.String()) }); err != nil {
+	if err := step(w, *name+": link to the cluster network", func() error {
+		return link(*root, self.HostNetns, *index, addr.String(), self.PodSubnet)
+	}); err != nil {
+		return err
+	}
+	if err := step(w, *name+": pod routes", func() error { return routePodSubnets(self, others) }); err != nil {
+		return err
+	}
+	if err := recordJoined(*root, self); err != nil {
 		return err
 	}
 	dir := filepath.Join(*root, "pki", "nodes", *name)
@@ -62,7 +83,7 @@ func joinCmd(args []string) error {
 		return err
 	}
 	if err := step(w, *name+": kubelet.exe", func() error {
-		return startKubelet(*root, *nodeRoot, *kubelet, dir, *name, addr.String(), fs.Args())
+		return startKubelet(*root, *nodeRoot, *kubelet, dir, self, fs.Args())
 	}); err != nil {
 		return err
 	}
@@ -71,6 +92,9 @@ func joinCmd(args []string) error {
 		return err
 	}
 	if err := step(w, *name+": Node Ready", func() error { return waitNodeReady(c, *nodeRoot, *name, *timeout) }); err != nil {
+		return err
+	}
+	if err := step(w, *name+": podCIDR "+self.PodSubnet, func() error { return setPodCIDR(c, *name, self.PodSubnet) }); err != nil {
 		return err
 	}
 	if *kubeProxy != "" {
@@ -89,7 +113,7 @@ func (p *prefixed) Write(b []byte) (int, error) { p.pr("%s", b); return len(b), 
 // link gives the node's host namespace a NIC on the physical network: a veth pair whose one end,
 // "Ethernet" with the node's address, moves into the node's host namespace and whose other end,
 // nodeN, is a port of phys0; the control plane routes the node's pod subnet through it.
-func link(root, hostNetns string, index int, addr string) error {
+func link(root, hostNetns string, index int, addr, podSubnet string) error {
 	port := fmt.Sprintf("node%d", index)
 	peer := fmt.Sprintf("tmp%d", index) // renamed once it is in the node's namespace
 	host, err := netns.GetFromPath(hostNetns)
@@ -137,7 +161,7 @@ func link(root, hostNetns string, index int, addr string) error {
 		return err
 	}
 	return withHandle(netnsFile(root), func(h *netlink.Handle) error {
-		_, dst, err := net.ParseCIDR(nodePodSubnet)
+		_, dst, err := net.ParseCIDR(podSubnet)
 		if err != nil {
 			return err
 		}
@@ -184,9 +208,12 @@ func win(p string) string { return `Z:` + strings.ReplaceAll(p, "/", `\`) }
 // port-forward) against the cluster's CA and by SubjectAccessReview, as kubeadm configures
 // kubelet. The Windows part (--resolv-conf="", --cgroups-per-qos=false, the runtime's pipe, …)
 // is the node's: `winnode kubelet` adds it.
-func kubeletFlags(dir, name, addr string) []string {
+func kubeletFlags(dir string, n joinedNode) []string {
 	return []string{
-		"--hostname-override=" + name, "--node-ip=" + addr,
+		"--hostname-override=" + n.Name, "--node-ip=" + n.Address,
+		// Counted only in standalone mode; in a cluster kubelet takes the Node's podCIDR, which
+		// join sets to the same subnet (setPodCIDR). Given so that both say the same.
+		"--pod-cidr=" + n.PodSubnet,
 		"--client-ca-file=" + win(filepath.Join(dir, "ca.crt")),
 		"--tls-cert-file=" + win(filepath.Join(dir, "kubelet-serving.crt")),
 		"--tls-private-key-file=" + win(filepath.Join(dir, "kubelet-serving.key")),
@@ -201,11 +228,11 @@ func kubeletFlags(dir, name, addr string) []string {
 // and returns once kubelet's healthz answers, leaving it running as a part of the node (the
 // node's down ends it). Its own output is in the node's logs/kubelet.log; winnode's in
 // DIR/logs/kubelet-NAME.log.
-func startKubelet(root, nodeRoot, exe, dir, name, addr string, extra []string) error {
+func startKubelet(root, nodeRoot, exe, dir string, n joinedNode, extra []string) error {
 	winnode := filepath.Join(nodeRoot, "bin", "winnode")
 	args := append([]string{"kubelet", "--root", nodeRoot, "--exe", exe, "--kubeconfig", filepath.Join(dir, "kubelet.kubeconfig"), "--"},
-		append(kubeletFlags(dir, name, addr), extra...)...)
-	logPath := filepath.Join(root, "logs", "kubelet-"+name+".log")
+		append(kubeletFlags(dir, n), extra...)...)
+	logPath := filepath.Join(root, "logs", "kubelet-"+n.Name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		return err

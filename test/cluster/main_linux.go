@@ -25,8 +25,10 @@ const (
 	serviceRange = "10.96.0.0/12"
 	serviceIP    = "10.96.0.1" // the first address of serviceRange: the kubernetes Service
 	bridgeName   = "phys0"
-	// The node's pod subnet: test/winnode's HNS network (a constant there too).
-	nodePodSubnet = "10.250.0.0/24"
+	// The cluster's pod CIDR: node K's pod subnet is 10.250.(K-1).0/24 (hack/cluster.sh gives
+	// it to test/winnode as --pod-subnet), and every node's CNI configuration exempts the whole
+	// CIDR from outbound NAT (winnode --cluster-cidr).
+	podCIDR       = "10.250.0.0/16"
 	clusterDomain = "cluster.local"
 )
 

@@ -34,7 +34,7 @@ func webDeployment(name string, replicas int32, text string) *appsv1.Deployment 
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					NodeSelector:                  map[string]string{corev1.LabelOSStable: "windows"},
+					NodeSelector:                  onWindowsNode(),
 					TerminationGracePeriodSeconds: new(int64(5)),
 					Containers: []corev1.Container{{
 						Name: "web", Image: testImage, ImagePullPolicy: corev1.PullIfNotPresent,
@@ -92,7 +92,7 @@ func podsOf(t testing.TB, cs *kubernetes.Clientset, ns, app string) []corev1.Pod
 	return pods.Items
 }
 
-// TestDeployment runs a Deployment of 10 replicas on the Windows node until all are Ready
+// TestDeployment runs a Deployment of 10 replicas on the (first) Windows node until all are Ready
 // (kubelet's HTTP readiness probe reaching each pod), rolls it to new container arguments,
 // then drains the node: every pod is evicted and the node holds no compute system, HNS endpoint
 // or namespace, container mount, cgroup or shim process of them; uncordoned, the Deployment is
@@ -166,7 +166,19 @@ func TestDeployment(t *testing.T) {
 		t.Errorf("pod proxy %s:%d/: %q, %v; want the page v2", pods[0].Name, webPort, body, err)
 	}
 
-	// Drain: cordon, evict every pod (bare pods of other tests too: --force), wait for them.
+	drainNode(t, cs, node, root)
+	// The Deployment's replacements wait, unscheduled, until the node takes pods again.
+	kubectl(t, "", "uncordon", node)
+	waitRollout(t, cs, ns, "web")
+}
+
+// drainNode drains the node (its folder root) with kubectl: it is cordoned, every pod is evicted
+// (bare pods of other tests too: --force), none runs or waits there any more, and the node holds
+// no compute system, HNS endpoint or namespace, container mount, cgroup, utility VM or shim
+// process of them (waitNoResidue). It stays cordoned; the caller uncordons it.
+func drainNode(t *testing.T, cs *kubernetes.Clientset, node, root string) {
+	t.Helper()
+	ctx := context.Background()
 	kubectl(t, "", "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--grace-period=5", "--timeout=5m")
 	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
@@ -185,9 +197,6 @@ func TestDeployment(t *testing.T) {
 		}
 	}
 	waitNoResidue(t, root)
-	// The Deployment's replacements wait, unscheduled, until the node takes pods again.
-	kubectl(t, "", "uncordon", node)
-	waitRollout(t, cs, ns, "web")
 }
 
 // kubectlQuiet runs kubectl for a cleanup, where a failure has nothing to fail.
@@ -203,7 +212,7 @@ func TestPodTraffic(t *testing.T) {
 	server := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "server"},
 		Spec: corev1.PodSpec{
-			NodeSelector:                  map[string]string{corev1.LabelOSStable: "windows"},
+			NodeSelector:                  onWindowsNode(),
 			TerminationGracePeriodSeconds: new(int64(5)),
 			Containers: []corev1.Container{
 				{Name: "echo", Image: testImage, Command: []string{workload, "listen", ":9000"}},
@@ -230,7 +239,7 @@ func TestPodTraffic(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "client"},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
-			NodeSelector:  map[string]string{corev1.LabelOSStable: "windows"},
+			NodeSelector:  onWindowsNode(),
 			Containers: []corev1.Container{{Name: "connect", Image: testImage,
 				Command: []string{workload, "connect", s.Status.PodIP + ":9000", "hello from the client pod"}}},
 		},

@@ -61,17 +61,29 @@ func client(t testing.TB) *kubernetes.Clientset {
 	return cs
 }
 
-// windowsNode is the cluster's Windows node.
-func windowsNode(t testing.TB, cs *kubernetes.Clientset) *corev1.Node {
+// firstNode is the cluster's first Windows node (hack/cluster.sh names node K winnode-K, in
+// DIR/nodes/winnode-K). The tests of what users do with pods on a node run their pods there
+// (onWindowsNode), so that they hold on a cluster of one node or more; the tests across nodes
+// are in nodes_linux_test.go.
+const firstNode = "winnode-1"
+
+// onWindowsNode is the nodeSelector of the single-node tests' pods: a Windows node (what a
+// RuntimeClass's scheduling adds) and of those firstNode.
+func onWindowsNode() map[string]string {
+	return map[string]string{corev1.LabelOSStable: "windows", corev1.LabelHostname: firstNode}
+}
+
+// windowsNode is the cluster's first Windows node, firstNode, where the single-node tests' pods
+// run; its folder is nodeRoot's.
+func windowsNode(t *testing.T, cs *kubernetes.Clientset) *corev1.Node {
 	t.Helper()
-	nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: corev1.LabelOSStable + "=windows"})
-	if err != nil {
-		t.Fatal(err)
+	for _, n := range windowsNodes(t, cs) {
+		if n.Name == firstNode {
+			return &n
+		}
 	}
-	if len(nodes.Items) != 1 {
-		t.Fatalf("%d Windows nodes, want 1", len(nodes.Items))
-	}
-	return &nodes.Items[0]
+	t.Fatalf("no Windows node %s (hack/cluster.sh names the first one so)", firstNode)
+	return nil
 }
 
 // kubectl runs the cluster's kubectl (hack/cluster.sh puts the pinned one first on PATH).
@@ -126,12 +138,28 @@ func TestControlPlane(t *testing.T) {
 	}
 }
 
-// TestNode checks the Node kubelet.exe registered: the labels kubelet sets on Windows, Ready,
-// and the figures a Windows Server 2022 node reports (kubelet's pkg/kubelet/winstats: the OS
-// image is the registry's ProductName, the kernel version the build and UBR).
+// TestNode checks the Node kubelet.exe registered on each Windows node: the labels kubelet sets
+// on Windows, Ready, the figures a Windows Server 2022 node reports (kubelet's
+// pkg/kubelet/winstats: the OS image is the registry's ProductName, the kernel version the build
+// and UBR), and its place on the cluster's networks (address and podCIDR, checkNodeNetwork).
+// With two nodes (hack/cluster.sh up --windows-nodes 2) it checks both.
 func TestNode(t *testing.T) {
 	cs := client(t)
-	n := windowsNode(t, cs)
+	nodes := windowsNodes(t, cs)
+	if len(nodes) == 0 {
+		t.Fatal("no Windows node")
+	}
+	windowsNode(t, cs) // the first one is there
+	for i := range nodes {
+		t.Run(nodes[i].Name, func(t *testing.T) {
+			checkNode(t, &nodes[i])
+			checkNodeNetwork(t, &nodes[i])
+		})
+	}
+}
+
+// checkNode checks what kubelet.exe reports of a Windows node.
+func checkNode(t *testing.T, n *corev1.Node) {
 	if got := n.Labels[corev1.LabelWindowsBuild]; got != windowsBuild {
 		t.Errorf("label %s = %q, want %q", corev1.LabelWindowsBuild, got, windowsBuild)
 	}
@@ -316,7 +344,7 @@ func TestPodLogs(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: "logs"},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
-					NodeSelector:  map[string]string{corev1.LabelOSStable: "windows"},
+					NodeSelector:  onWindowsNode(),
 					Containers: []corev1.Container{{
 						Name: "main", Image: testImage, ImagePullPolicy: corev1.PullIfNotPresent,
 						Command: []string{workload, "echo", line},

@@ -19,14 +19,22 @@ import (
 	"github.com/openhcs/runhcs/internal/hns"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
 	"github.com/openhcs/runhcs/internal/testenv"
+	"github.com/openhcs/runhcs/test/internal/rootdir"
 )
 
 // The emulated Windows node behind the Node (hack/cluster.sh: DIR/nodes/winnode-1): the tests
 // that look at what the node holds (drain, recovery) reach it on the machine, as its operator
 // would on a Windows host (hcsdiag, Get-HnsEndpoint, Get-Process, Restart-Service).
 
-// nodeRoot is the folder of the cluster's Windows node (`cluster run` sets RUNHCS_CLUSTER_ROOT).
+// nodeRoot is the folder of the cluster's (first) Windows node, firstNode (`cluster run` sets
+// RUNHCS_CLUSTER_ROOT).
 func nodeRoot(t testing.TB) string {
+	t.Helper()
+	return nodeRootOf(t, firstNode)
+}
+
+// nodeRootOf is the folder of the cluster's Windows node NAME: DIR/nodes/NAME.
+func nodeRootOf(t testing.TB, name string) string {
 	t.Helper()
 	root := os.Getenv("RUNHCS_CLUSTER_ROOT")
 	if root == "" {
@@ -35,7 +43,7 @@ func nodeRoot(t testing.TB) string {
 		}
 		t.Skip("no cluster: run through hack/cluster.sh run (make test-cluster)")
 	}
-	return filepath.Join(root, "nodes", "winnode-1")
+	return filepath.Join(root, "nodes", name)
 }
 
 // winnode runs the node's own program (test/winnode) on it, e.g. `restart kubelet`.
@@ -108,7 +116,7 @@ func nodeResidue(ctx context.Context, root string) []string {
 			}
 		}
 	}
-	for _, pid := range shimProcesses() {
+	for _, pid := range shimProcesses(root) {
 		left = append(left, fmt.Sprintf("shim process %d", pid))
 	}
 	for _, pid := range layout.VMInitProcesses("/proc", emu) {
@@ -136,9 +144,11 @@ func waitNoResidue(t *testing.T, root string) {
 	}
 }
 
-// shimProcesses are the shim's processes on the machine: Wine shows a Windows program's argv[0]
-// as its path. The cluster has one Windows node, so every one is the node's.
-func shimProcesses() []int {
+// shimProcesses are the shim's processes of the node at root: Wine shows a Windows program's
+// argv[0] as its path, and the node's mark (rootdir.NodeMarker: containerd.exe has it, and the
+// shims it starts inherit it) tells them from the shims of the cluster's other nodes and of
+// other nodes on the machine.
+func shimProcesses(root string) []int {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -152,6 +162,9 @@ func shimProcesses() []int {
 		}
 		argv0, _, _ := strings.Cut(string(b), "\x00")
 		if strings.HasSuffix(strings.ReplaceAll(argv0, `\`, "/"), "/containerd-shim-runhcs-v1.exe") {
+			if !rootdir.HasEnv(pid, rootdir.NodeMarker+"="+root) {
+				continue
+			}
 			st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
 			if !strings.Contains(string(st), ") Z ") {
 				pids = append(pids, pid)

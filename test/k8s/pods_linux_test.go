@@ -33,7 +33,7 @@ func windowsPod(name string, restart corev1.RestartPolicy, containers ...corev1.
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
 			RestartPolicy: restart,
-			NodeSelector:  map[string]string{corev1.LabelOSStable: "windows"},
+			NodeSelector:  onWindowsNode(),
 			Containers:    containers,
 		},
 	}

@@ -133,7 +133,7 @@ func startupPod(name, runtimeClass string) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "startup"}},
 		Spec: corev1.PodSpec{
-			NodeSelector:                  map[string]string{corev1.LabelOSStable: "windows"},
+			NodeSelector:                  onWindowsNode(),
 			TerminationGracePeriodSeconds: new(int64(1)),
 			Containers: []corev1.Container{{Name: "main", Image: testImage, ImagePullPolicy: corev1.PullIfNotPresent,
 				Command: []string{workload, "sleep", "3600"}}},

@@ -46,7 +46,7 @@ func restConfig(t *testing.T) *rest.Config {
 func startPod(t testing.TB, cs *kubernetes.Clientset, ns string, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	if pod.Spec.NodeSelector == nil {
-		pod.Spec.NodeSelector = map[string]string{corev1.LabelOSStable: "windows"}
+		pod.Spec.NodeSelector = onWindowsNode()
 	}
 	if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestLogsFollow(t *testing.T) {
 }
 
 func withNodeSelector(p *corev1.Pod) *corev1.Pod {
-	p.Spec.NodeSelector = map[string]string{corev1.LabelOSStable: "windows"}
+	p.Spec.NodeSelector = onWindowsNode()
 	return p
 }
 

@@ -7,7 +7,8 @@
 // underneath as the Windows host's services. A loopback-only OCI registry (go-containerregistry's
 // registry package) holds the Windows-format test images and is every registry's mirror.
 //
-//	winnode up   --root DIR --bin BINDIR [--snapshotter wcow|windows]   start the node, print node.env
+//	winnode up   --root DIR --bin BINDIR [--snapshotter wcow|windows] [--pod-subnet CIDR]
+//	                                                                   start the node, print node.env
 //	winnode down --root DIR                                            stop it, leave nothing
 //	winnode run  --root DIR -- PROGRAM ARGS…                           run a program inside the node
 //	winnode kubelet --root DIR --exe KUBELET.EXE [--kubeconfig FILE] [-- FLAGS…]
@@ -25,6 +26,15 @@
 // SIGTERM it stops them in reverse order. `down` signals serve and then sweeps whatever a crashed
 // part left (processes, the wineserver, hcsemu's mounts and namespaces through a hcsemu restarted
 // on the same root, the folder).
+//
+// The node's pod subnet (--pod-subnet, default 10.250.0.0/24; podnet_linux.go) is its HNS
+// L2Bridge network's, with the gateway win-bridge expects (.2) and host-local's range; the CNI
+// configuration exempts --cluster-cidr (every node's subnets) from outbound NAT. Each node is a
+// host of its own: its hcsemu (socket, loopback TCP port and key in DIR, found by the stand-in
+// DLLs through HCSEMU_TCP_ADDRESS and HCSEMU_TCP_KEY_FILE in the node's environment), host
+// network namespace (its bridges, veths and nftables table live there), cgroup folders (named
+// by the emulator root), Wine prefix and wineserver (so containerd's pipe names are the node's
+// own), registry and kubelet ports in its own namespace: two nodes share nothing but the binaries.
 //
 // `kubelet` (kubelet_linux.go) starts kubelet.exe detached in the node's prefix and the host's
 // network namespace, with a Windows node's flags, and returns when its healthz answers; it is

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -106,7 +105,7 @@ func cleanEmulator(root string) error {
 // A marker, rather than the process tree or a cgroup: the tree breaks when the wineserver and
 // Wine's services detach themselves and when serve has crashed, and hcsemu moves every
 // container's processes into cgroups of its own.
-const nodeMarker = "RUNHCS_WINNODE_NODE"
+const nodeMarker = rootdir.NodeMarker
 
 // belongs says whether pid is a process of the node at root: it carries the node's marker
 // (nodeMarker), or its root folder is inside root (a container's process, which hcsemu starts
@@ -121,17 +120,7 @@ func belongs(pid int, root string) bool {
 			return true
 		}
 	}
-	env, err := os.ReadFile(dir + "environ")
-	if err != nil {
-		return false
-	}
-	marker := []byte(nodeMarker + "=" + root)
-	for _, kv := range bytes.Split(env, []byte{0}) {
-		if bytes.Equal(kv, marker) {
-			return true
-		}
-	}
-	return false
+	return rootdir.HasEnv(pid, nodeMarker+"="+root)
 }
 
 // processesOf lists the processes of the node at root, but not self.

@@ -17,7 +17,7 @@ import (
 )
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: winnode up --root DIR --bin BINDIR --wine-prefix PREFIX [--containerd 2|1.7] [--snapshotter windows|wcow] [--sandboxer podsandbox|shim]
+	fmt.Fprintln(os.Stderr, `usage: winnode up --root DIR --bin BINDIR --wine-prefix PREFIX [--containerd 2|1.7] [--snapshotter windows|wcow] [--sandboxer podsandbox|shim] [--pod-subnet CIDR] [--cluster-cidr CIDR]
        winnode down --root DIR
        winnode run --root DIR [--shim-kills] -- PROGRAM [ARGS…]
        winnode kubelet --root DIR --exe KUBELET.EXE [--kubeconfig FILE] [--node-name NAME] [-- KUBELET FLAGS…]
@@ -58,6 +58,8 @@ func main() {
 // nodeFlags are the flags up passes on to serve.
 type nodeFlags struct {
 	root, bin, prefix, snapshotter, containerd, sandboxer string
+	podSubnet, clusterCIDR                                string
+	pods                                                  podNetwork // from podSubnet and clusterCIDR, by validate
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -66,6 +68,8 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.prefix, "wine-prefix", "", "the Wine prefix with the stand-in DLLs (hack/wine/setup.sh) to copy as the node's private prefix")
 	fs.StringVar(&f.snapshotter, "snapshotter", "wcow", "wcow (this project's snapshotter as containerd's proxy plugins) or windows (containerd's built-in)")
 	fs.StringVar(&f.sandboxer, "sandboxer", "podsandbox", "how CRI runs the runhcs-wcow-process handler's pods: podsandbox (a pause container) or shim (containerd 2.x's sandbox API, served by the shim)")
+	fs.StringVar(&f.podSubnet, "pod-subnet", defaultPodSubnet, "the node's pod subnet: its HNS L2Bridge network's, whose .2 is the gateway (IPv4, /16 to /27; in a cluster each node has its own, the Node's podCIDR)")
+	fs.StringVar(&f.clusterCIDR, "cluster-cidr", defaultClusterCIDR, "the cluster's pod CIDR, holding every node's pod subnet: pods' traffic to it is not NATed (win-bridge's ipMasqNetwork, the OutBoundNAT exception)")
 	fs.StringVar(&f.containerd, "containerd", "2", "containerd version: 2 (2.4.2) or 1.7 (1.7.35); BINDIR's containerd.exe and ctr.exe must be that version's Windows build")
 }
 
@@ -94,11 +98,14 @@ func (f *nodeFlags) validate() error {
 	default:
 		return fmt.Errorf("--sandboxer %q: want podsandbox or shim", f.sandboxer)
 	}
-	return nil
+	var err error
+	f.pods, err = newPodNetwork(f.podSubnet, f.clusterCIDR)
+	return err
 }
 
 func (f *nodeFlags) args() []string {
-	return []string{"--root", f.root, "--bin", f.bin, "--wine-prefix", f.prefix, "--snapshotter", f.snapshotter, "--containerd", f.containerd, "--sandboxer", f.sandboxer}
+	return []string{"--root", f.root, "--bin", f.bin, "--wine-prefix", f.prefix, "--snapshotter", f.snapshotter, "--containerd", f.containerd, "--sandboxer", f.sandboxer,
+		"--pod-subnet", f.podSubnet, "--cluster-cidr", f.clusterCIDR}
 }
 
 // upCmd starts serve detached and waits for it to be ready (node.env written) or gone.

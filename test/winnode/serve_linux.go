@@ -37,8 +37,6 @@ const (
 	wine64    = "/usr/lib/wine/wine64"
 	wineSrv   = "/usr/lib/wine/wineserver"
 	network   = "winnode"
-	subnet    = "10.250.0.0/24"
-	gateway   = "10.250.0.2" // win-bridge takes .2 of an L2Bridge subnet as its gateway
 	hostBuild = "10.0.20348.1"
 )
 
@@ -146,7 +144,7 @@ func (n *node) up(ctx context.Context) error {
 		{"WINEDLLOVERRIDES", "mscoree=;mshtml="}, {"HCSEMU_TCP_ADDRESS", n.tcp}, {"HCSEMU_TCP_KEY_FILE", n.path("hcsemu.key")},
 		{"RUNHCS_NODE_PIPE", Pipe}, {"RUNHCS_NODE_REGISTRY", registryAddr}, {"RUNHCS_NODE_ROOT", n.root},
 		{"RUNHCS_NODE_CONTAINERD", version}, {"RUNHCS_NODE_SNAPSHOTTER", n.snapshotter},
-		{"RUNHCS_NODE_SANDBOXER", n.sandboxer},
+		{"RUNHCS_NODE_SANDBOXER", n.sandboxer}, {"RUNHCS_NODE_POD_SUBNET", n.pods.Subnet.String()},
 	})
 }
 
@@ -332,8 +330,8 @@ func (n *node) network(ctx context.Context) error {
 	if _, err := hns.NewClient(api).CreateNetwork(ctx, &hcn.HostComputeNetwork{
 		Name: network, Type: hcn.L2Bridge,
 		Ipams: []hcn.Ipam{{Type: "Static", Subnets: []hcn.Subnet{{
-			IpAddressPrefix: subnet,
-			Routes:          []hcn.Route{{NextHop: gateway, DestinationPrefix: "0.0.0.0/0"}},
+			IpAddressPrefix: n.pods.Subnet.String(),
+			Routes:          []hcn.Route{{NextHop: n.pods.Gateway.String(), DestinationPrefix: "0.0.0.0/0"}},
 		}}}},
 	}); err != nil {
 		return err
@@ -351,14 +349,18 @@ func (n *node) network(ctx context.Context) error {
 	}
 	conf, err := json.MarshalIndent(map[string]any{
 		"cniVersion": "1.0.0", "name": network, "type": "win-bridge", "apiVersion": 2,
-		"ipMasqNetwork": "10.250.0.0/16",
+		// win-bridge gives every endpoint an OutBoundNAT policy whose exception is this CIDR
+		// (containernetworking/plugins v1.9.1 pkg/hns ApplyOutboundNatPolicy), as Windows
+		// clusters exempt the cluster's pod CIDR: traffic to pods of any node keeps the pod's
+		// address, and only what leaves the cluster is NATed.
+		"ipMasqNetwork": n.pods.ClusterCIDR.String(),
 		// portMappings: hostPort; dns: a pod's dns_config (servers, searches), which
 		// containerd's CRI passes as runtimeConfig.dns and win-bridge writes into the HNS
 		// endpoint's Dns (containernetworking/plugins pkg/hns RuntimeConfig, GetDNS).
 		"capabilities": map[string]any{"portMappings": true, "dns": true},
 		"ipam": map[string]any{
 			"type": "host-local", "dataDir": win(n.path("cni", "ipam")),
-			"ranges": []any{[]any{map[string]any{"subnet": subnet, "rangeStart": "10.250.0.10", "rangeEnd": "10.250.0.250"}}},
+			"ranges": []any{[]any{map[string]any{"subnet": n.pods.Subnet.String(), "rangeStart": n.pods.RangeStart.String(), "rangeEnd": n.pods.RangeEnd.String()}}},
 		},
 	}, "", "  ")
 	if err != nil {

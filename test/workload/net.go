@@ -11,7 +11,9 @@ import (
 	"time"
 )
 
-// listen serves the echo protocol on address until the process is killed.
+// listen serves the echo protocol on address until the process is killed, and prints the
+// address each connection comes from ("accepted from 10.250.1.10:49152"): whether a peer's
+// address reached the pod unchanged, or NATed, is what the networking tests ask.
 func listen(address string, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", address)
 	if err != nil {
@@ -23,6 +25,10 @@ func listen(address string, stdout io.Writer) error {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(stdout, "accepted from %s\n", c.RemoteAddr()); err != nil {
+			c.Close()
 			return err
 		}
 		go func() {

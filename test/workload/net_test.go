@@ -16,10 +16,20 @@ import (
 func TestListenConnect(t *testing.T) {
 	pr, pw := io.Pipe()
 	go run([]string{"listen", "127.0.0.1:0"}, nil, pw, io.Discard)
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The server's lines, read as it writes them (a pipe's write waits for its reader).
+	lines := make(chan string, 10)
+	go func() {
+		r := bufio.NewReader(pr)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				close(lines)
+				return
+			}
+			lines <- line
+		}
+	}()
+	line := <-lines
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
 	if !ok {
 		t.Fatalf("listen printed %q, want \"listening ADDRESS\"", line)
@@ -30,6 +40,10 @@ func TestListenConnect(t *testing.T) {
 	}
 	if got := out.String(); got != "echo: hello pod\n" {
 		t.Errorf("connect printed %q, want %q", got, "echo: hello pod\n")
+	}
+	// The server names the client's address (loopback here).
+	if line = <-lines; !strings.HasPrefix(line, "accepted from 127.0.0.1:") {
+		t.Errorf("listen printed %q, want \"accepted from 127.0.0.1:PORT\"", line)
 	}
 }
 

@@ -11,6 +11,28 @@ import (
 	"time"
 )
 
+// NodeMarker is the environment variable that marks an emulated node's processes with the
+// node's folder: test/winnode's serve sets it on itself before it starts anything (so hcsemu,
+// the wineserver, containerd.exe and the shims it starts, Wine's services inherit it), and
+// `winnode kubelet` and `winnode restart` give it to what they start. test/winnode's down finds
+// the node's processes by it; the tests that look at one node of a cluster tell its processes
+// from other nodes' by it.
+const NodeMarker = "RUNHCS_WINNODE_NODE"
+
+// HasEnv says whether the environment pid started with holds the entry kv ("NAME=value").
+func HasEnv(pid int, kv string) bool {
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	for _, e := range strings.Split(string(env), "\x00") {
+		if e == kv {
+			return true
+		}
+	}
+	return false
+}
+
 // IsServe says whether pid is `<program> serve --root root`, the process `up` left running.
 func IsServe(pid int, root string) bool {
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))

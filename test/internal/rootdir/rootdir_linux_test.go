@@ -3,6 +3,7 @@ package rootdir
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -31,6 +32,26 @@ func TestUnescapeMount(t *testing.T) {
 	for in, want := range map[string]string{`/a/b`: "/a/b", `/a\040b`: "/a b", `/a\134b`: `/a\b`, `/a\04`: `/a\04`} {
 		if got := unescapeMount(in); got != want {
 			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestHasEnv finds an entry of this process's environment, and not a prefix of one.
+func TestHasEnv(t *testing.T) {
+	t.Setenv("RUNHCS_ROOTDIR_TEST", "x")
+	// The environment a process started with: a child's.
+	cmd := exec.Command("sleep", "5")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	if !HasEnv(pid, "RUNHCS_ROOTDIR_TEST=x") {
+		t.Error("HasEnv: the child's RUNHCS_ROOTDIR_TEST=x not found")
+	}
+	for _, kv := range []string{"RUNHCS_ROOTDIR_TEST=", "RUNHCS_ROOTDIR_TEST=xy", "RUNHCS_ROOTDIR_TES"} {
+		if HasEnv(pid, kv) {
+			t.Errorf("HasEnv(%q): found", kv)
 		}
 	}
 }
