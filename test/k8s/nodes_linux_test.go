@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -121,6 +122,20 @@ func inPodCIDR(t *testing.T, cs *kubernetes.Clientset, node, ip string) bool {
 	return err1 == nil && err2 == nil && p.Contains(a)
 }
 
+// spreadOverNodes spreads the Deployment's replicas evenly over the Windows nodes: a hard
+// spread over the nodes' hostnames. A cordoned node's taint takes it out of the spread's domains
+// (Honor), so replicas evicted by a drain may all go to the other node.
+func spreadOverNodes(d *appsv1.Deployment) *appsv1.Deployment {
+	spec := &d.Spec.Template.Spec
+	spec.NodeSelector = map[string]string{corev1.LabelOSStable: "windows"}
+	honor := corev1.NodeInclusionPolicyHonor
+	spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: d.Spec.Selector, NodeTaintsPolicy: &honor,
+	}}
+	return d
+}
+
 // onNode pins a pod to a node by name (spec.nodeName: no scheduler).
 func onNode(p *corev1.Pod, node string) *corev1.Pod {
 	p.Spec.NodeSelector = map[string]string{corev1.LabelOSStable: "windows"}
@@ -197,17 +212,7 @@ func TestDrainToOtherNode(t *testing.T) {
 	ctx := context.Background()
 	t.Cleanup(func() { kubectlQuiet("uncordon", b.Name) })
 	const replicas = 4
-	d := webDeployment("spread", replicas, "spread")
-	spec := &d.Spec.Template.Spec
-	spec.NodeSelector = map[string]string{corev1.LabelOSStable: "windows"}
-	// Two replicas on each node: a hard spread over the nodes' hostnames. A cordoned node's
-	// taint takes it out of the spread's domains (Honor), so the replicas evicted by the drain
-	// may all go to the other node.
-	honor := corev1.NodeInclusionPolicyHonor
-	spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
-		MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
-		LabelSelector: d.Spec.Selector, NodeTaintsPolicy: &honor,
-	}}
+	d := spreadOverNodes(webDeployment("spread", replicas, "spread"))
 	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

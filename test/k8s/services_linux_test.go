@@ -114,10 +114,15 @@ func fromHere(network, addr string) (net.Conn, error) {
 	return net.DialTimeout(network, addr, 5*time.Second)
 }
 
-// fromNodeHost dials from the Windows node's host (the emulated host's network namespace),
-// as a host process (kubelet's probes, a HostProcess pod) would.
+// fromNodeHost dials from the (first) Windows node's host (the emulated host's network
+// namespace), as a host process (kubelet's probes, a HostProcess pod) would.
 func fromNodeHost(t testing.TB) func(network, addr string) (net.Conn, error) {
-	root := filepath.Join(nodeRoot(t), "emu")
+	return fromHostOf(t, firstNode)
+}
+
+// fromHostOf dials from the host of the Windows node NAME.
+func fromHostOf(t testing.TB, name string) func(network, addr string) (net.Conn, error) {
+	root := filepath.Join(nodeRootOf(t, name), "emu")
 	return func(network, addr string) (net.Conn, error) {
 		var c net.Conn
 		err := hcsemu.InHostNetns(root, func() (err error) {
@@ -398,4 +403,58 @@ func nodeLoadBalancers(t testing.TB) []hcn.HostComputeLoadBalancer {
 		t.Fatal(err)
 	}
 	return lbs
+}
+
+// TestServicesAcrossNodes: a Service whose 4 backends are spread over both Windows nodes. From
+// a pod on each node its ClusterIP reaches all 4 (each node's kube-proxy makes the other node's
+// backends remote endpoints, routed over the physical network), and its NodePort at one node's
+// address, asked from the other node's host, reaches all 4 too.
+func TestServicesAcrossNodes(t *testing.T) {
+	cs := client(t)
+	a, b := twoNodes(t, cs)
+	ns := namespace(t, cs)
+	ctx := context.Background()
+	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, spreadOverNodes(namedWeb("web", 4)), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cip := service(t, cs, ns, "web", "web", corev1.ServiceTypeClusterIP, false)
+	np := service(t, cs, ns, "web-np", "web", corev1.ServiceTypeNodePort, false)
+	for _, n := range []corev1.Node{a, b} {
+		startPod(t, cs, ns, onNode(workloadPod("client-"+n.Name, "sleep", "3600"), n.Name))
+	}
+	waitRollout(t, cs, ns, "web")
+	waitReadyEndpoints(t, cs, ns, "web", 4)
+	backends := podNames(t, cs, ns, "web")
+	perNode := map[string]int{}
+	for _, p := range podsOf(t, cs, ns, "web") {
+		perNode[p.Spec.NodeName]++
+	}
+	if perNode[a.Name] != 2 || perNode[b.Name] != 2 {
+		t.Fatalf("backends per node %v, want 2 on each of %s and %s", perNode, a.Name, b.Name)
+	}
+	clusterAddr := net.JoinHostPort(cip.Spec.ClusterIP, fmt.Sprint(servicePort))
+	for _, n := range []corev1.Node{a, b} {
+		waitServing(t, "ClusterIP from "+n.Name+"'s host", fromHostOf(t, n.Name), clusterAddr)
+		out, err := inPod(ns, "client-"+n.Name, "get", "http://"+clusterAddr+"/", "40")
+		if err != nil {
+			t.Errorf("ClusterIP from a pod on %s: %v\n%s", n.Name, err, out)
+			continue
+		}
+		checkSpread(t, "ClusterIP "+clusterAddr+" from a pod on "+n.Name, strings.Fields(out), backends)
+	}
+	// The NodePort at b's address, from a's host: another machine on the node's network.
+	var bIP string
+	for _, addr := range b.Status.Addresses {
+		if addr.Type == corev1.NodeInternalIP {
+			bIP = addr.Address
+		}
+	}
+	nodePortAddr := net.JoinHostPort(bIP, fmt.Sprint(np.Spec.Ports[0].NodePort))
+	fromA := fromHostOf(t, a.Name)
+	waitServing(t, "NodePort of "+b.Name+" from "+a.Name, fromA, nodePortAddr)
+	got, err := requests(fromA, nodePortAddr, 40)
+	if err != nil {
+		t.Fatalf("NodePort %s from %s's host: %v (answers so far: %v)", nodePortAddr, a.Name, err, got)
+	}
+	checkSpread(t, "NodePort "+nodePortAddr+" from "+a.Name+"'s host", got, backends)
 }
