@@ -408,7 +408,8 @@ func nodeLoadBalancers(t testing.TB) []hcn.HostComputeLoadBalancer {
 // TestServicesAcrossNodes: a Service whose 4 backends are spread over both Windows nodes. From
 // a pod on each node its ClusterIP reaches all 4 (each node's kube-proxy makes the other node's
 // backends remote endpoints, routed over the physical network), and its NodePort at one node's
-// address, asked from the other node's host, reaches all 4 too.
+// address, asked from the other node's host, reaches all 4 too; with externalTrafficPolicy:
+// Local only that node's 2. With sessionAffinity: ClientIP one client keeps one backend.
 func TestServicesAcrossNodes(t *testing.T) {
 	cs := client(t)
 	a, b := twoNodes(t, cs)
@@ -457,4 +458,55 @@ func TestServicesAcrossNodes(t *testing.T) {
 		t.Fatalf("NodePort %s from %s's host: %v (answers so far: %v)", nodePortAddr, a.Name, err, got)
 	}
 	checkSpread(t, "NodePort "+nodePortAddr+" from "+a.Name+"'s host", got, backends)
+
+	// externalTrafficPolicy: Local: b's NodePort sends only to b's own backends (kube-proxy
+	// gives HNS the local endpoints only).
+	local := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-local"},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "web"},
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+			Ports:                 []corev1.ServicePort{{Name: "http", Port: servicePort, TargetPort: intstr.FromInt32(webPort), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	local, err = cs.CoreV1().Services(ns).Create(ctx, local, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onB []string
+	for _, p := range podsOf(t, cs, ns, "web") {
+		if p.Spec.NodeName == b.Name {
+			onB = append(onB, p.Name)
+		}
+	}
+	slices.Sort(onB)
+	localAddr := net.JoinHostPort(bIP, fmt.Sprint(local.Spec.Ports[0].NodePort))
+	waitServing(t, "eTP Local NodePort of "+b.Name, fromA, localAddr)
+	got, err = requests(fromA, localAddr, 30)
+	if err != nil {
+		t.Fatalf("externalTrafficPolicy: Local NodePort %s from %s: %v (answers so far: %v)", localAddr, a.Name, err, got)
+	}
+	checkSpread(t, "externalTrafficPolicy: Local NodePort "+localAddr+" (only "+b.Name+"'s backends)", got, onB)
+
+	// sessionAffinity: ClientIP: every request of one client reaches the same backend.
+	sticky := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-sticky"},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "web"}, SessionAffinity: corev1.ServiceAffinityClientIP,
+			Ports: []corev1.ServicePort{{Name: "http", Port: servicePort, TargetPort: intstr.FromInt32(webPort), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	sticky, err = cs.CoreV1().Services(ns).Create(ctx, sticky, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stickyAddr := net.JoinHostPort(sticky.Spec.ClusterIP, fmt.Sprint(servicePort))
+	waitServing(t, "ClientIP-affinity ClusterIP from "+a.Name, fromA, stickyAddr)
+	got, err = requests(fromA, stickyAddr, 20)
+	if err != nil {
+		t.Fatalf("ClientIP-affinity ClusterIP %s: %v (answers so far: %v)", stickyAddr, err, got)
+	}
+	if len(slices.Compact(slices.Clone(got))) != 1 || !slices.Contains(backends, got[0]) {
+		t.Errorf("sessionAffinity: ClientIP: 20 requests from one host reached %v, want one backend throughout", slices.Compact(got))
+	}
 }
