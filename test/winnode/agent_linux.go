@@ -65,7 +65,11 @@ func (a agent) run(root string, env map[string]string, args []string, exe string
 		return fmt.Errorf("the node's hcsemu: %w", err)
 	}
 	cmd := exec.Command(string(hcsemuBin), append([]string{"hostns", "--root", emuRoot(root), "--", env["WINE64"], exe}, argv...)...)
-	cmd.Env = os.Environ()
+	// The node's mark (nodeMarker), as restart gives containerd.exe: the agent is a process of
+	// the node, and down must find it also when serve crashed and the prefix's wineserver did
+	// not end it (observed: a cluster's node whose serve and hcsemu were SIGKILLed kept its
+	// kubelet.exe until the cluster's down swept it).
+	cmd.Env = append(os.Environ(), nodeMarker+"="+filepath.Clean(root))
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
