@@ -16,7 +16,8 @@
 #   under Wine, each on a fresh node                                    make test-winnode-2, -1.7
 #   the same suite with the shim sandboxer (containerd 2.x's sandbox API) make test-winnode-2-shim
 #   kubelet.exe standalone on an emulated node (a static pod, its figures) make test-winnode-kubelet
-#   a Kubernetes cluster with the emulated node, test/k8s, 2.x and 1.7     make test-cluster
+#   a Kubernetes cluster of two emulated nodes (kubelet.exe, kube-proxy.exe),
+#   CoreDNS, test/k8s, 2.x and 1.7                                      make test-cluster
 #   end-to-end suites against containerd 2.x and 1.7                     make e2e
 #   the soak and fault suite, CI variant, containerd 2.x and 1.7         make soak
 #
@@ -68,8 +69,9 @@ step test-winnode-containerd-1.7 make test-winnode-1.7
 step test-winnode-containerd-2-shim make test-winnode-2-shim
 # kubelet.exe (the Windows build, hack/tools.sh kubelet) standalone on an emulated node.
 step test-winnode-kubelet make test-winnode-kubelet
-# The Kubernetes cluster: a Linux control plane and the emulated node joined (hack/tools.sh
-# kubernetes builds it once, cached), test/k8s through the API server, containerd 2.x and 1.7.
+# The Kubernetes cluster: a Linux control plane and emulated Windows nodes joined, each with
+# kubelet.exe and kube-proxy.exe (hack/tools.sh kubernetes builds them once, cached), test/k8s
+# through the API server, two Windows nodes, containerd 2.x and 1.7.
 step test-cluster-containerd-2 make test-cluster
 step test-cluster-containerd-1.7 env RUNHCS_CLUSTER_CONTAINERD=1.7 make test-cluster
 step e2e-containerd-2 make e2e-2
