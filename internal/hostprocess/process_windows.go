@@ -306,12 +306,15 @@ func (p *winProcess) closeStdio() {
 	}
 }
 
-// Close releases the process handle; it does not end the process.
+// Close releases the process's pipes and, once it exited (its waiter uses the handle until
+// then), its handle; it does not end the process and does not wait for it.
 func (p *winProcess) Close() error {
 	p.closeOne.Do(func() {
-		<-p.exited
 		p.closeStdio()
-		_ = windows.CloseHandle(p.h)
+		go func() {
+			<-p.exited
+			_ = windows.CloseHandle(p.h)
+		}()
 	})
 	return nil
 }
