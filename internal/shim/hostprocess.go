@@ -27,6 +27,20 @@ func (s *service) createJob(ctx context.Context, req *taskapi.CreateTaskRequest,
 	if n := spec.Windows.Network; n != nil && (n.NetworkNamespace != "" || len(n.EndpointList) > 0) {
 		return fail(fmt.Errorf("windows.network (namespace %q, endpoints %v): a HostProcess container uses the host's network (containerd's CRI gives it none): %w", n.NetworkNamespace, n.EndpointList, errdefs.ErrInvalidArgument))
 	}
+	// A container of a HostProcess pod inherits the pod's inherit-user and rootfs-location
+	// annotations unless it sets them (as in hcsshim's pod.go); a sandbox passes its own on.
+	passed := map[string]string{}
+	inherited := s.pod.HostProcessPodAnnotations(spec.Annotations[oci.AnnotationSandboxID])
+	for _, k := range []string{oci.AnnotationHostProcessInheritUser, oci.AnnotationHostProcessRootfsLocation} {
+		if _, set := spec.Annotations[k]; !set {
+			if v, ok := inherited[k]; ok && req.ID != spec.Annotations[oci.AnnotationSandboxID] {
+				spec.Annotations[k] = v
+			}
+		}
+		if v, ok := spec.Annotations[k]; ok {
+			passed[k] = v
+		}
+	}
 	inherit := oci.HostProcessInheritUser(spec)
 	if spec.Annotations[oci.AnnotationContainerType] == "sandbox" {
 		// The pause process of a HostProcess pod is no workload, and its user is often the
@@ -79,5 +93,7 @@ func (s *service) createJob(ctx context.Context, req *taskapi.CreateTaskRequest,
 		Limits:      limits,
 		Location:    location,
 		InheritUser: inherit,
+		// Read from a pod's sandbox only (pod.HostProcessPodAnnotations).
+		PodAnnotations: passed,
 	})
 }

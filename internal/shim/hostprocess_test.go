@@ -455,3 +455,44 @@ func TestHostProcessRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestHostProcessPodAnnotations: a container of a HostProcess pod inherits the pod's
+// inherit-user and rootfs-location annotations unless it sets its own.
+func TestHostProcessPodAnnotations(t *testing.T) {
+	h, jobs := hostProcessHarness(t)
+	ctx := context.Background()
+	sb := hpcSpec(`NT AUTHORITY\SYSTEM`)
+	sb.Annotations[oci.AnnotationContainerType], sb.Annotations[oci.AnnotationSandboxID] = "sandbox", "hpod"
+	sb.Annotations[oci.AnnotationHostProcessRootfsLocation] = `D:\agents`
+	sb.Annotations[oci.AnnotationHostProcessInheritUser] = "true"
+	if _, err := h.svc.Create(ctx, h.bundle("hpod", sb)); err != nil {
+		t.Fatal(err)
+	}
+	c := hpcSpec(`NT AUTHORITY\LOCAL SERVICE`)
+	c.Annotations[oci.AnnotationContainerType], c.Annotations[oci.AnnotationSandboxID] = "container", "hpod"
+	if _, err := h.svc.Create(ctx, h.bundle("c1", c)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := jobs.bindings[`D:\agents\c1\`]; !ok {
+		t.Errorf("bindings %v: want the pod's rootfs location", jobs.bindings)
+	}
+	if _, err := h.svc.Start(ctx, &taskapi.StartRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if u := jobs.job("c1").specs[0].Token.(*fakeToken).user; u != "shim" {
+		t.Errorf("token of %q, want the shim's (inherited inherit-user)", u)
+	}
+	// Its own annotation wins.
+	c2 := hpcSpec(`NT AUTHORITY\LOCAL SERVICE`)
+	c2.Annotations[oci.AnnotationContainerType], c2.Annotations[oci.AnnotationSandboxID] = "container", "hpod"
+	c2.Annotations[oci.AnnotationHostProcessInheritUser] = "false"
+	if _, err := h.svc.Create(ctx, h.bundle("c2", c2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.Start(ctx, &taskapi.StartRequest{ID: "c2"}); err != nil {
+		t.Fatal(err)
+	}
+	if u := jobs.job("c2").specs[0].Token.(*fakeToken).user; u != `NT AUTHORITY\LOCAL SERVICE` {
+		t.Errorf("token of %q, want LOCAL SERVICE", u)
+	}
+}

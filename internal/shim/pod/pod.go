@@ -146,6 +146,17 @@ func (p *Pod) CreateJobContainer(ctx context.Context, sandboxID string, c task.J
 	return task.CreateJob(ctx, *p.deps, c)
 }
 
+// HostProcessPodAnnotations returns the annotations the HostProcess pod sandboxID passes to its
+// containers (task.JobContainer.PodAnnotations); nil when this shim serves no such pod.
+func (p *Pod) HostProcessPodAnnotations(sandboxID string) map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if jc, ok := p.tasks[sandboxID].(*task.JobContainer); ok {
+		return jc.PodAnnotations()
+	}
+	return nil
+}
+
 // refuseHostProcessMix refuses a container whose kind differs from its pod's: every container
 // of a HostProcess pod is a HostProcess container and none of another pod is (Kubernetes'
 // rule, which containerd's CRI enforces before a shim is asked, container_create.go; hcsshim's

@@ -31,6 +31,9 @@ type JobConfig struct {
 	// InheritUser runs the processes with the shim's own token
 	// (microsoft.com/hostprocess-inherit-user).
 	InheritUser bool
+	// PodAnnotations are the annotations of a pod's sandbox that its containers inherit
+	// (PodAnnotations).
+	PodAnnotations map[string]string
 }
 
 // jobRecord is what a HostProcess container leaves in its bundle state for the delete action
@@ -74,7 +77,16 @@ func (r *jobResources) release(ctx context.Context) []error {
 // at its location on the host and its mounts below them, and its processes run as the account
 // its spec names. Its init process, execs, stdio, signals and exits are a systemTask's, over
 // jobSystem, which answers as a compute system would.
-type JobContainer struct{ systemTask }
+type JobContainer struct {
+	systemTask
+	podAnnotations map[string]string
+}
+
+// PodAnnotations are the HostProcess annotations this container, as a pod's sandbox, passes to
+// the pod's containers that do not set them (hcsshim's pod.go passes
+// microsoft.com/hostprocess-inherit-user and …-rootfs-location through the same way, since
+// Kubernetes gives annotations to the sandbox only).
+func (t *JobContainer) PodAnnotations() map[string]string { return t.podAnnotations }
 
 var _ Task = (*JobContainer)(nil)
 
@@ -187,7 +199,7 @@ func CreateJob(ctx context.Context, deps Deps, c JobConfig) (_ *JobContainer, re
 		return nil, err
 	}
 
-	t := &JobContainer{newSystemTask(deps, Config{ID: c.ID, Bundle: c.Bundle}, sys, acquired)}
+	t := &JobContainer{systemTask: newSystemTask(deps, Config{ID: c.ID, Bundle: c.Bundle}, sys, acquired), podAnnotations: c.PodAnnotations}
 	t.init = newProcess(t, "", c.Process, c.IO)
 	log.G(ctx).WithFields(log.Fields{"task": c.ID, "job": hostprocess.JobName(c.ID), "location": c.Location}).Info("HostProcess container created")
 	return t, nil
