@@ -167,6 +167,9 @@ func CreateJob(ctx context.Context, deps Deps, c JobConfig) (_ *JobContainer, re
 	if err := bind(c.Location, volume, false); err != nil {
 		return nil, fmt.Errorf("task %s: the image's files: %w", c.ID, err)
 	}
+	// Mounts are bound below the files' own mapping. Assumption: the bind filter resolves a
+	// mapping whose root lies inside another mapping (Microsoft does not document nesting;
+	// hcsshim's silo mode binds mounts at their own paths, its fallback mode symlinks them).
 	for i, m := range c.Mounts {
 		path, err := hostprocess.MountPath(c.Location, m.Destination)
 		if err != nil {
