@@ -235,7 +235,7 @@ func TestHostProcessLifecycle(t *testing.T) {
 		t.Fatal("a HostProcess container made a compute system")
 	}
 	wantRoot := `C:\hpc\hpc1\`
-	if got, want := jobs.bindings[wantRoot], filepath.Join(h.dir, "scratch-hpc1", "mount"); got != want {
+	if got, want := jobs.bindings[wantRoot], req.Rootfs[0].Source+"/mount"; got != want { // fakeLayers' volume
 		t.Errorf("binding at %s = %q, want the mounted layers' volume %q", wantRoot, got, want)
 	}
 	if jobs.bindings[wantRoot+`logs`] != `C:\var\log` || !jobs.readOnly[wantRoot+`logs`] {
