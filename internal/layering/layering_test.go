@@ -28,17 +28,20 @@ var rules = map[string][]string{
 
 	// The shim: the service, then the lifecycle packages under it.
 	"internal/shim": {"internal/atomicfile", "internal/computecore", "internal/hcs", "internal/hcs/schema2",
-		"internal/layers", "internal/oci", "internal/shim/pod", "internal/shim/sandbox", "internal/shim/stdio",
+		"internal/hostprocess", "internal/layers", "internal/oci", "internal/shim/pod", "internal/shim/sandbox", "internal/shim/stdio",
 		"internal/shim/task", "internal/uvm", "protocols/diag", "protocols/options"},
 	// The pod a shim serves: its tasks (one type per kind), its isolation, its VM and its rules.
 	"internal/shim/pod": {"internal/oci", "internal/shim/sandbox", "internal/shim/task", "internal/uvm"},
 	// A sandbox served through containerd's sandbox API: its states and its record on disk; the
 	// pod it owns arrives as an interface from internal/shim.
 	"internal/shim/sandbox": {"internal/atomicfile", "protocols/stats"},
-	"internal/shim/task": {"internal/atomicfile", "internal/hcs", "internal/hcs/schema2", "internal/hns",
+	"internal/shim/task": {"internal/atomicfile", "internal/hcs", "internal/hcs/schema2", "internal/hostprocess", "internal/hns",
 		"internal/hns/hcn", "internal/layers", "internal/oci", "internal/shim/stdio", "internal/uvm",
 		"protocols/options", "protocols/stats"},
 	"internal/shim/stdio": nil,
+	// The host side of HostProcess containers: job objects, accounts, the bind filter, one
+	// interface and a Windows implementation; a leaf beside internal/computecore.
+	"internal/hostprocess": {"internal/hcs/schema2", "internal/winargs"},
 	"internal/uvm": {"internal/hcs", "internal/hcs/schema2", "internal/hns", "internal/hns/hcn", "internal/oci",
 		"protocols/stats"},
 	"internal/oci": {"internal/computenetwork", "internal/hcs/schema2", "internal/winargs", "protocols/options"},

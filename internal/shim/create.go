@@ -35,6 +35,10 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 		return nil, err
 	}
 	oci.ApplyOptions(spec, opts)
+	hostProcess, err := oci.HostProcess(spec, opts)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", req.ID, err)
+	}
 	iso, err := oci.ResolveIsolation(spec, opts)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", req.ID, err)
@@ -57,6 +61,9 @@ func (s *service) createTask(ctx context.Context, req *taskapi.CreateTaskRequest
 	credSpec, err := oci.CredentialSpec(spec)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", req.ID, err)
+	}
+	if hostProcess {
+		return s.createJob(ctx, req, spec, chain, credSpec)
 	}
 	if iso == oci.IsolationHyperV {
 		return s.createHyperV(ctx, req, spec, opts, chain, credSpec)

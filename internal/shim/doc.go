@@ -30,7 +30,10 @@
 //   - create.go: the translation of a Create request (spec, options, layers) into a
 //     task.Config, handed to the pod; hyperv.go that of a Hyper-V task: the pod's sandbox (its
 //     utility VM, sized by oci.VMSizing from the options and annotations), a container in the
-//     pod's VM, or a standalone task in a VM of its own.
+//     pod's VM, or a standalone task in a VM of its own; hostprocess.go that of a HostProcess
+//     container (annotation microsoft.com/hostprocess-container), with its refusals (Hyper-V,
+//     network, named-pipe mounts, no account, storage limits), handed to the pod as a
+//     task.JobConfig over internal/hostprocess.
 //   - events.go: the ordered queue that publishes events to containerd (task.Events).
 //   - tasklog*.go: the shim log pipe containerd dials for each task (Windows), served for the
 //     tasks that joined the pod's shim, whose delete would otherwise wait up to 5 s for it.

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/openhcs/runhcs/internal/hcs"
+	"github.com/openhcs/runhcs/internal/hostprocess"
 	"github.com/openhcs/runhcs/internal/layers"
 	"github.com/openhcs/runhcs/internal/shim/sandbox"
 	"github.com/openhcs/runhcs/internal/shim/task"
@@ -79,7 +80,7 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 	}
 	host := newHCSHost(hcs.NewHostClient())
 	ccg, _ := host.(task.CredentialGuards) // the instance of a crashed shim's task goes too
-	deps := task.Deps{Host: host, Mounter: layers.NewMounter(), HNS: task.DefaultHNS, HCSTimeout: timeout, CCG: ccg}
+	deps := task.Deps{Host: host, Mounter: layers.NewMounter(), HNS: task.DefaultHNS, HostProcess: hostprocess.New, HCSTimeout: timeout, CCG: ccg}
 	pid, err := task.Cleanup(ctx, deps, id, bundle)
 	if err != nil {
 		return cshim.StopStatus{}, err

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/openhcs/runhcs/internal/hostprocess"
 	"github.com/openhcs/runhcs/internal/oci"
 	"github.com/openhcs/runhcs/internal/shim/pod"
 	"github.com/openhcs/runhcs/internal/shim/stdio"
@@ -45,7 +46,7 @@ func newService(ctx context.Context, host task.Host, lm task.Mounter, publisher 
 	ns, _ := namespaces.Namespace(ctx)
 	q := newEventQueue(ctx, publisher)
 	s := &service{
-		deps:     task.Deps{Ctx: ctx, Namespace: ns, Host: host, Mounter: lm, Events: q, HNS: task.DefaultHNS},
+		deps:     task.Deps{Ctx: ctx, Namespace: ns, Host: host, Mounter: lm, Events: q, HNS: task.DefaultHNS, HostProcess: hostprocess.New},
 		events:   q,
 		shutdown: sd,
 		logs:     taskLogs{open: openTaskLog},

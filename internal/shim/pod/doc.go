@@ -11,12 +11,15 @@
 //   - a process-isolated container in a Hyper-V pod is refused (hcsshim's pod.CreateTask
 //     refuses a container whose isolation differs from its pod's);
 //   - a Hyper-V task outside a pod (no CRI annotations) gets a VM of its own (task.Standalone);
-//   - a shim serves one sandbox-API sandbox, and a container joins it only while it is ready.
+//   - a shim serves one sandbox-API sandbox, and a container joins it only while it is ready;
+//   - a pod whose sandbox is a HostProcess container (task.JobContainer) is a HostProcess pod:
+//     its containers are all HostProcess containers, and no other pod's is (Kubernetes' rule,
+//     enforced by containerd's CRI before a shim is asked, and here for other clients).
 //
 // The task service (internal/shim) translates a Create request into a task's configuration and
 // hands it to the Pod, which creates the task of the right kind: a task ID is reserved while it
-// is created, so no lock is held across an HCS call. A new kind (a HostProcess job container,
-// the sandbox API's Hyper-V sandbox) is a new constructor here and a new task type.
+// is created, so no lock is held across an HCS call. A new kind (the sandbox API's Hyper-V
+// sandbox) is a new constructor here and a new task type.
 //
 // It imports internal/shim/task, internal/shim/sandbox, internal/uvm and internal/oci; nothing
 // above them.

@@ -131,7 +131,59 @@ func (p *Pod) CreateContainer(ctx context.Context, sandboxID string, c task.Conf
 	if err := p.refuseMixed(c.ID, sandboxID); err != nil {
 		return nil, err
 	}
+	if err := p.refuseHostProcessMix(c.ID, sandboxID, false); err != nil {
+		return nil, err
+	}
 	return task.Create(ctx, *p.deps, c)
+}
+
+// CreateJobContainer creates a HostProcess container (a job container) of the pod sandboxID
+// ("" outside a pod); a pod whose sandbox is one is a HostProcess pod.
+func (p *Pod) CreateJobContainer(ctx context.Context, sandboxID string, c task.JobConfig) (*task.JobContainer, error) {
+	if err := p.refuseHostProcessMix(c.ID, sandboxID, true); err != nil {
+		return nil, err
+	}
+	return task.CreateJob(ctx, *p.deps, c)
+}
+
+// HostProcessPodAnnotations returns the annotations the HostProcess pod sandboxID passes to its
+// containers (task.JobContainer.PodAnnotations); nil when this shim serves no such pod.
+func (p *Pod) HostProcessPodAnnotations(sandboxID string) map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if jc, ok := p.tasks[sandboxID].(*task.JobContainer); ok {
+		return jc.PodAnnotations()
+	}
+	return nil
+}
+
+// refuseHostProcessMix refuses a container whose kind differs from its pod's: every container
+// of a HostProcess pod is a HostProcess container and none of another pod is (Kubernetes'
+// rule, which containerd's CRI enforces before a shim is asked, container_create.go; hcsshim's
+// pod.go refuses the first case too). Clients other than CRI reach the shim directly.
+func (p *Pod) refuseHostProcessMix(id, sandboxID string, hostProcess bool) error {
+	if sandboxID == "" || sandboxID == id {
+		return nil
+	}
+	p.mu.Lock()
+	sb, known := p.tasks[sandboxID]
+	p.mu.Unlock()
+	if vm := p.VMSandbox(); vm != nil && vm.ID() == sandboxID {
+		sb, known = vm, true
+	}
+	if !known {
+		return nil
+	}
+	_, podIsHostProcess := sb.(*task.JobContainer)
+	switch {
+	case hostProcess && !podIsHostProcess:
+		return fmt.Errorf("task %s: annotation %s=\"true\", but its pod %s is not a HostProcess pod (its sandbox lacks the annotation): %w",
+			id, oci.AnnotationHostProcess, sandboxID, errdefs.ErrFailedPrecondition)
+	case !hostProcess && podIsHostProcess:
+		return fmt.Errorf("task %s: annotation %s is not \"true\", but its pod %s is a HostProcess pod, whose containers all are: %w",
+			id, oci.AnnotationHostProcess, sandboxID, errdefs.ErrFailedPrecondition)
+	}
+	return nil
 }
 
 // refuseMixed refuses a process-isolated container in a Hyper-V pod (hcsshim's pod.CreateTask

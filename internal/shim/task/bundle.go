@@ -43,6 +43,9 @@ type bundleState struct {
 	// CCG is the Container Credential Guard instance made for the task's credential spec
 	// (ccg.go), recorded before it is made.
 	CCG string `json:"ccg,omitempty"`
+	// Job is a HostProcess container's job, bindings and temporary account (jobcontainer.go),
+	// each recorded before it exists.
+	Job *jobRecord `json:"job,omitempty"`
 }
 
 // recordInitPid adds the started init process's pid to the bundle's state.
@@ -123,6 +126,8 @@ type resources struct {
 	// vm is the utility VM the task owns (a VM sandbox's, a standalone task's): stopped once
 	// what was borrowed from it was given back, and closed with the task.
 	vm *uvm.VM
+	// job is a HostProcess container's job, bindings and temporary account (jobcontainer.go).
+	job *jobResources
 }
 
 // release is the one path that ends what a task holds, in reverse order of acquisition: the
@@ -133,7 +138,13 @@ type resources struct {
 // state for a retry (the next Delete, or the delete action after a crash). It is idempotent.
 func release(ctx context.Context, deps Deps, r resources) error {
 	var errs []error
-	if r.sys != nil || r.systemID != "" {
+	switch {
+	case r.job != nil && r.sys != nil:
+		// A HostProcess container's job: its handle first; r.job ends it by name below
+		// whatever this says.
+		_ = r.sys.Terminate(ctx)
+	case r.job != nil:
+	case r.sys != nil || r.systemID != "":
 		if err := terminateSystem(ctx, deps.Host, r.sys, r.systemID); err != nil {
 			errs = append(errs, err)
 		}
@@ -151,6 +162,10 @@ func release(ctx context.Context, deps Deps, r resources) error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if r.job != nil {
+		// The bindings name the mounted layers: removed before the layers are unmounted.
+		errs = append(errs, r.job.release(ctx)...)
 	}
 	if r.chain != nil {
 		if err := deps.Mounter.Unmount(ctx, r.chain.Scratch); err != nil {
@@ -231,6 +246,17 @@ func Cleanup(ctx context.Context, deps Deps, id, bundle string) (initPid uint32,
 			r.vmRelease = []func(context.Context) error{func(ctx context.Context) error {
 				return terminateSystem(ctx, deps.Host, nil, vmID)
 			}}
+		}
+		if st.Job != nil {
+			if deps.HostProcess == nil {
+				return 0, fmt.Errorf("delete task %s: it is a HostProcess container, and this shim has no HostProcess support: %w", id, errdefs.ErrNotImplemented)
+			}
+			host, err := deps.HostProcess()
+			if err != nil {
+				return 0, fmt.Errorf("delete task %s: %w", id, err)
+			}
+			// No compute system: the job is ended by name.
+			r.systemID, r.job = "", &jobResources{host: host, rec: *st.Job}
 		}
 		initPid = st.InitPid
 	} else if spec, err := ReadSpec(bundle); err == nil && spec.Windows != nil {

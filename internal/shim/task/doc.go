@@ -1,14 +1,15 @@
 // Package task owns the lifecycle of a shim's tasks and of their processes: the state
 // machines, the locks that guard them, and the HCS calls and events that go with each
-// transition. A task is one of four kinds, each its own type behind the one Task interface
+// transition. A task is one of five kinds, each its own type behind the one Task interface
 // (after hcsshim's shimTask): Container (process-isolated), HostedContainer (a container of a
 // Hyper-V pod, in the pod's utility VM), VMSandbox (a Hyper-V pod's sandbox, which is the pod's
-// utility VM) and Standalone (a Hyper-V task outside a pod, in a VM of its own). The pod that
+// utility VM), Standalone (a Hyper-V task outside a pod, in a VM of its own) and JobContainer
+// (a HostProcess container: a job object on the host, internal/hostprocess). The pod that
 // chooses the kind and hands a hosted container its VM is internal/shim/pod. The shim's task
 // service (internal/shim) translates RPCs into calls of Task's methods (Start, Kill, Delete,
 // Process(id).Wait, …) and never sees a lock, a state or a kind; the compiler keeps it out, as
-// in containerd's runc shim, whose task service never locks a process. A new kind (a
-// HostProcess job container, the sandbox API's Hyper-V sandbox) is a new type implementing Task.
+// in containerd's runc shim, whose task service never locks a process. A new kind (the sandbox
+// API's Hyper-V sandbox) is a new type implementing Task.
 //
 // Files:
 //
@@ -46,6 +47,12 @@
 //     (transport LRPC for process isolation; HvSocket in a utility VM, whose HvSocket service
 //     table then carries the instance's service while the task lives), recorded in the bundle
 //     state before it is made.
+//   - jobcontainer.go: JobContainer, a HostProcess container (hcsshim's job container): its
+//     job (hostprocess.Job) behind jobSystem, which answers as a compute system does, so that
+//     its processes, stdio, signals, pids, stats and updates are systemTask's; its image's files
+//     bound at its location on the host (C:\hpc\<id>\), its mounts below them, and its logon
+//     token (a temporary local account for a group), each recorded in the bundle state before it
+//     exists and ended by release (by name after a killed shim).
 //   - sandboxexec.go: execs in a Hyper-V pod's sandbox (containerd 1.7's port-forward runs
 //     wincat.exe there): they run in the sandbox's own container, hosted in the VM from the
 //     sandbox's image and spec at the first exec, and released before the VM.
@@ -53,6 +60,6 @@
 //   - types.go: the small interfaces it needs (Host, System, HCSProcess, Mounter, Events, HNS) and
 //     Deps, what a task is given instead of a pointer to the service.
 //
-// It imports internal/hcs (errors only), internal/hns, internal/layers, internal/oci,
-// internal/uvm and internal/shim/stdio; nothing above them.
+// It imports internal/hcs (errors only), internal/hns, internal/hostprocess, internal/layers,
+// internal/oci, internal/uvm and internal/shim/stdio; nothing above them.
 package task

@@ -25,10 +25,11 @@ const execsExitTimeout = 30 * time.Second
 
 // Task is one task of a shim, of any kind: a process-isolated container (Container), a
 // container hosted in its pod's utility VM (HostedContainer), a Hyper-V pod's sandbox, which is
-// the pod's utility VM (VMSandbox), or a Hyper-V task outside a pod, a container in a VM of its
-// own (Standalone). The task service calls these methods and nothing else; each kind answers
-// them for what it is, so no caller asks which kind a task is. A new kind (a HostProcess job
-// container, a sandbox-API VM sandbox) is a new type that implements Task.
+// the pod's utility VM (VMSandbox), a Hyper-V task outside a pod, a container in a VM of its
+// own (Standalone), or a HostProcess container, a job object on the host (JobContainer). The
+// task service calls these methods and nothing else; each kind answers them for what it is, so
+// no caller asks which kind a task is. A new kind (a sandbox-API VM sandbox) is a new type that
+// implements Task.
 type Task interface {
 	// ID is the task's id; Bundle its bundle folder.
 	ID() string

@@ -15,6 +15,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hns/hcn"
+	"github.com/openhcs/runhcs/internal/hostprocess"
 	"github.com/openhcs/runhcs/internal/layers"
 )
 
@@ -99,6 +100,9 @@ type Deps struct {
 	// CCG makes and removes Container Credential Guard instances (gMSA); nil: a task with a
 	// credential spec is refused.
 	CCG CredentialGuards
+	// HostProcess gives the host's HostProcess services when a task first needs them
+	// (hostprocess.New); nil: HostProcess containers are refused.
+	HostProcess func() (hostprocess.Host, error)
 }
 
 // createTimeout bounds creating and starting a compute system or a process.

@@ -1,0 +1,25 @@
+// Package hostprocess is the host side of HostProcess containers (Kubernetes'
+// windowsOptions.hostProcess, hcsshim's "job containers"): the operating-system services a
+// HostProcess task needs and nothing of the task's lifecycle, which is internal/shim/task's
+// JobContainer. It is one Go interface (Host, with the Job and Process it makes) and one
+// implementation per platform, as internal/computecore is for HCS:
+//
+//   - Windows (host_windows.go and the files it names): documented Win32 only — job objects
+//     (CreateJobObjectW, SetInformationJobObject with JOBOBJECT_EXTENDED_LIMIT_INFORMATION and
+//     JOBOBJECT_CPU_RATE_CONTROL_INFORMATION, AssignProcessToJobObject,
+//     QueryInformationJobObject, TerminateJobObject), process creation under a logon token
+//     (LogonUserW, CreateProcessAsUserW, pseudo consoles), the temporary local account for a
+//     group (NetUserAdd, NetLocalGroupAddMembers, NetUserDel) and the bind filter
+//     (BfSetupFilter/BfRemoveMapping through go-winio's pkg/bindfilter). hcsshim's silo
+//     promotion and CtrlRoutine thread are undocumented and not used; the differences this makes
+//     are in ../shared/notes/hostprocess-facts.md §5.
+//   - elsewhere (host_other.go): New refuses with ErrNotImplemented; the Linux-native mode (a
+//     host process of hcsemu's host and a cgroup as its job) is not written yet.
+//
+// paths.go holds the platform-neutral rules: where a container's files appear on the host
+// (RootfsLocation, MountPath) and the expansion of %CONTAINER_SANDBOX_MOUNT_POINT%.
+//
+// It imports internal/hcs/schema2 (the process and statistics documents its Job and Process
+// answer in, so that the task package uses them as it uses an HCS process) and nothing else of
+// the project.
+package hostprocess
