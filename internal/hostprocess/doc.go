@@ -12,7 +12,7 @@
 //     group (NetUserAdd, NetLocalGroupAddMembers, NetUserDel) and the bind filter
 //     (BfSetupFilter/BfRemoveMapping through go-winio's pkg/bindfilter). hcsshim's silo
 //     promotion and CtrlRoutine thread are undocumented and not used; the differences this makes
-//     are in ../shared/notes/hostprocess-facts.md §5.
+//     are in docs/notes/hostprocess.md §5.
 //   - elsewhere (host_other.go): New refuses with ErrNotImplemented; the Linux-native mode (a
 //     host process of hcsemu's host and a cgroup as its job) is not written yet.
 //

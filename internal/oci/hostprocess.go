@@ -12,7 +12,7 @@ import (
 
 // HostProcess annotations, spelled as hcsshim publishes them (pkg/annotations/annotations.go)
 // and containerd's CRI sets the first (internal/cri/annotations: WindowsHostProcess, "true" or
-// "false" on every sandbox and container). See ../shared/notes/hostprocess-facts.md.
+// "false" on every sandbox and container). See docs/notes/hostprocess.md.
 const (
 	AnnotationHostProcess               = "microsoft.com/hostprocess-container"
 	AnnotationHostProcessInheritUser    = "microsoft.com/hostprocess-inherit-user"
