@@ -32,6 +32,18 @@
  * Not the same as Windows, and acceptable for a test machine only: the socket is reachable by
  * anyone who can reach 127.0.0.1 in the network namespace, not only by those the file's ACL
  * admits. Tested in internal/wintest, TestAFUnix.
+ *
+ * SIO_UDP_NETRESET. Windows (8 and later; learn.microsoft.com, "SIO_UDP_NETRESET control code")
+ * accepts WSAIoctl(SIO_UDP_NETRESET) on a UDP socket: a FALSE input turns off the reporting of
+ * WSAENETRESET (an ICMP "TTL expired") by later receives. Go (>= 1.23, net/fd_windows.go
+ * netFD.init) sets it on every UDP socket it makes and fails the socket if the call fails. Wine
+ * 8 answers WSAEOPNOTSUPP (10045), so no Go program could open a UDP socket (observed:
+ * net.ListenPacket("udp", "127.0.0.1:0") failed with "wsaioctl: winapi error #10045"). For a
+ * UDP socket whose WSAIoctl(SIO_UDP_NETRESET) Wine refuses so, the call now succeeds with no
+ * output: reporting stays off, which is what the caller asked, because Wine does not report
+ * WSAENETRESET on a UDP socket (an assumption: no Wine code path for it was found; Linux reports
+ * such ICMP errors only with IP_RECVERR, which Wine does not set for it). Any other socket,
+ * control code or error is Wine's own. Tested in internal/wintest, TestUDPNetReset.
  */
 #include <winsock2.h>
 #include <windows.h>
@@ -41,6 +53,8 @@
 #define AF_UNIX_ 1
 #define UNIX_PATH_MAX_ 108
 #define AFUNIX_MAGIC "runhcs-wine-afunix "
+#define SIO_UDP_NETRESET_ 0x9800000FUL /* IOC_IN | IOC_VENDOR | 15 */
+#define WSAEOPNOTSUPP_ 10045
 /* No ws2_32 import: this DLL loads into every Go program, most of which never use Winsock. */
 #define LOOPBACK_BE 0x0100007FUL /* 127.0.0.1 in network order, little-endian host */
 #define PORT_SWAP(p) ((USHORT)((((p) & 0xFF) << 8) | (((p) >> 8) & 0xFF)))
@@ -55,6 +69,11 @@ typedef SOCKET(WSAAPI *socket_fn)(int af, int type, int protocol);
 typedef int(WSAAPI *addr_fn)(SOCKET s, const struct sockaddr *name, int len);
 typedef int(WSAAPI *getname_fn)(SOCKET s, struct sockaddr *name, int *len);
 typedef int(WSAAPI *closesocket_fn)(SOCKET s);
+typedef int(WSAAPI *wsaioctl_fn)(SOCKET s, DWORD code, LPVOID in, DWORD in_len, LPVOID out, DWORD out_len, LPDWORD ret,
+				 LPWSAOVERLAPPED ov, LPWSAOVERLAPPED_COMPLETION_ROUTINE done);
+typedef int(WSAAPI *getsockopt_fn)(SOCKET s, int level, int name, char *val, int *len);
+typedef int(WSAAPI *wsagetlasterror_fn)(void);
+typedef void(WSAAPI *wsasetlasterror_fn)(int err);
 typedef void(WINAPI *get_acceptex_sockaddrs_fn)(PVOID buf, DWORD data_len, DWORD local_len, DWORD remote_len,
 						 struct sockaddr **local, LPINT local_size, struct sockaddr **remote,
 						 LPINT remote_size);
@@ -388,6 +407,30 @@ static void WINAPI compat_get_acceptex_sockaddrs(PVOID buf, DWORD data_len, DWOR
 	LeaveCriticalSection(&lock);
 }
 
+static wsaioctl_fn real_wsaioctl;
+static getsockopt_fn real_getsockopt;
+static wsagetlasterror_fn real_wsagetlasterror;
+static wsasetlasterror_fn real_wsasetlasterror;
+
+/* compat_wsaioctl: Wine's WSAIoctl, except SIO_UDP_NETRESET on a UDP socket (above). */
+static int WSAAPI compat_wsaioctl(SOCKET s, DWORD code, LPVOID in, DWORD in_len, LPVOID out, DWORD out_len, LPDWORD ret,
+				  LPWSAOVERLAPPED ov, LPWSAOVERLAPPED_COMPLETION_ROUTINE done)
+{
+	int rc = real_wsaioctl(s, code, in, in_len, out, out_len, ret, ov, done);
+	int type = 0, len = sizeof(type);
+
+	if (rc == 0 || code != SIO_UDP_NETRESET_ || real_wsagetlasterror() != WSAEOPNOTSUPP_)
+		return rc;
+	if (in == NULL || in_len < sizeof(BOOL) || ov != NULL || done != NULL ||
+	    real_getsockopt(s, SOL_SOCKET, SO_TYPE, (char *)&type, &len) != 0 || type != SOCK_DGRAM) {
+		real_wsasetlasterror(WSAEOPNOTSUPP_);
+		return rc;
+	}
+	if (ret != NULL)
+		*ret = 0;
+	return 0;
+}
+
 BOOL winesock_install(void)
 {
 	HMODULE ws2 = LoadLibraryW(L"ws2_32.dll"), mswsock = LoadLibraryW(L"mswsock.dll");
@@ -403,8 +446,13 @@ BOOL winesock_install(void)
 	real_getpeername = (getname_fn)(void *)GetProcAddress(ws2, "getpeername");
 	real_closesocket = (closesocket_fn)(void *)GetProcAddress(ws2, "closesocket");
 	real_get_acceptex_sockaddrs = (get_acceptex_sockaddrs_fn)(void *)GetProcAddress(mswsock, "GetAcceptExSockaddrs");
+	real_wsaioctl = (wsaioctl_fn)(void *)GetProcAddress(ws2, "WSAIoctl");
+	real_getsockopt = (getsockopt_fn)(void *)GetProcAddress(ws2, "getsockopt");
+	real_wsagetlasterror = (wsagetlasterror_fn)(void *)GetProcAddress(ws2, "WSAGetLastError");
+	real_wsasetlasterror = (wsasetlasterror_fn)(void *)GetProcAddress(ws2, "WSASetLastError");
 	if (!real_wsasocketw || !real_socket || !real_bind || !real_connect || !real_getsockname || !real_getpeername ||
-	    !real_closesocket || !real_get_acceptex_sockaddrs)
+	    !real_closesocket || !real_get_acceptex_sockaddrs || !real_wsaioctl || !real_getsockopt ||
+	    !real_wsagetlasterror || !real_wsasetlasterror)
 		return FALSE;
 	return winecompat_patch_export((BYTE *)ws2, "WSASocketW", (void *)compat_wsasocketw) &&
 	       winecompat_patch_export((BYTE *)ws2, "socket", (void *)compat_socket) &&
@@ -413,5 +461,6 @@ BOOL winesock_install(void)
 	       winecompat_patch_export((BYTE *)ws2, "getsockname", (void *)compat_getsockname) &&
 	       winecompat_patch_export((BYTE *)ws2, "getpeername", (void *)compat_getpeername) &&
 	       winecompat_patch_export((BYTE *)ws2, "closesocket", (void *)compat_closesocket) &&
-	       winecompat_patch_export((BYTE *)mswsock, "GetAcceptExSockaddrs", (void *)compat_get_acceptex_sockaddrs);
+	       winecompat_patch_export((BYTE *)mswsock, "GetAcceptExSockaddrs", (void *)compat_get_acceptex_sockaddrs) &&
+	       winecompat_patch_export((BYTE *)ws2, "WSAIoctl", (void *)compat_wsaioctl);
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -97,7 +98,13 @@ func TestHTTP(t *testing.T) {
 // TestUDP: every datagram is answered with the text.
 func TestUDP(t *testing.T) {
 	pr, pw := io.Pipe()
-	go run([]string{"udp", "127.0.0.1:0", "backend-1"}, nil, pw, io.Discard)
+	go func() {
+		// A server that cannot start ends the pipe with why, instead of leaving the test
+		// waiting for its first line.
+		var errb bytes.Buffer
+		code := run([]string{"udp", "127.0.0.1:0", "backend-1"}, nil, pw, &errb)
+		pw.CloseWithError(fmt.Errorf("udp exited %d: %s", code, errb.String()))
+	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +118,7 @@ func TestUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
 	for range 2 {
 		if _, err := c.Write([]byte("q")); err != nil {
 			t.Fatal(err)
