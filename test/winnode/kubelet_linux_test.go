@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openhcs/runhcs/internal/testenv"
+	"github.com/openhcs/runhcs/test/internal/rootdir"
 )
 
 // staticPod is the standalone kubelet's pod: the test image's workload printing "tick N" every
@@ -148,7 +149,7 @@ func TestKubeletStaticPod(t *testing.T) {
 	winnode("down", "--root", root)
 	var pid int
 	fmt.Sscan(string(b), &pid)
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+	if rootdir.Running(pid) {
 		t.Errorf("kubelet.exe (pid %d) still runs after down", pid)
 	}
 	if _, err := os.Stat(root); !os.IsNotExist(err) {

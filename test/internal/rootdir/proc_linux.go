@@ -47,17 +47,23 @@ func IsServe(pid int, root string) bool {
 // more), or timeout has passed.
 func WaitGone(pid int, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if err := syscall.Kill(pid, 0); err != nil {
-			return
-		}
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		// The state follows the command's closing parenthesis, which the command may contain.
-		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && strings.HasPrefix(string(b[i:]), ") Z ") {
-			return
-		}
+	for time.Now().Before(deadline) && Running(pid) {
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Running says whether pid is a live process: it exists and is not a zombie. An orphan the
+// node's processes leave is reaped by the machine's init whenever that gets to it (observed:
+// kubelet.exe's pid was still in /proc, a zombie, just after down had ended it), so a zombie
+// counts as gone.
+func Running(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	// The state follows the command's closing parenthesis, which the command may contain.
+	i := strings.LastIndexByte(string(b), ')')
+	return !(i >= 0 && strings.HasPrefix(string(b[i:]), ") Z "))
 }
 
 // MountsUnder lists the mount points at or under dir, deepest first, as /proc/self/mountinfo
