@@ -39,7 +39,7 @@ func TestDownAfterCrash(t *testing.T) {
 	if err := os.MkdirAll(rbin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "coredns"} {
 		if err := os.Link(filepath.Join(bin, b), filepath.Join(rbin, b)); err != nil {
 			t.Fatal(err)
 		}
@@ -57,8 +57,8 @@ func TestDownAfterCrash(t *testing.T) {
 		down.Run()
 	})
 	pids := processesOf(root, ancestors())
-	if len(pids) < 5 { // serve, etcd, kube-apiserver, kube-controller-manager, kube-scheduler
-		t.Fatalf("processes of the cluster: %v, want at least 5", pids)
+	if len(pids) < 6 { // serve, etcd, kube-apiserver, kube-controller-manager, kube-scheduler, coredns
+		t.Fatalf("processes of the cluster: %v, want at least 6", pids)
 	}
 	b, _ := os.ReadFile(filepath.Join(root, "serve.pid"))
 	serve, _ := strconv.Atoi(strings.TrimSpace(string(b)))
