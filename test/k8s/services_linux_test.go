@@ -217,6 +217,15 @@ func waitReadyEndpoints(t testing.TB, cs *kubernetes.Clientset, ns, svc string, 
 	}
 }
 
+// settleTime is how long after its endpoints change a Service must send to exactly the new
+// ones, on every node (issue 23: no stale backend after 5 s). kube-proxy programs HNS on its own
+// schedule: a Service that answers may still have an older set of backends (observed: a
+// ClusterIP checked as soon as it answered reached only the first of its 3 pods to be Ready).
+const settleTime = 5 * time.Second
+
+// settle waits until settleTime after changed, when the endpoints were seen to change.
+func settle(changed time.Time) { time.Sleep(time.Until(changed.Add(settleTime))) }
+
 // waitServing waits until a GET of addr through dial succeeds: kube-proxy has programmed the
 // Service's load balancer on the node.
 func waitServing(t testing.TB, what string, dial func(network, addr string) (net.Conn, error), addr string) {
@@ -253,7 +262,7 @@ func TestServices(t *testing.T) {
 	service(t, cs, ns, "web-headless", "web", corev1.ServiceTypeClusterIP, true)
 	client := clientPod(t, cs, ns)
 	waitRollout(t, cs, ns, "web")
-	waitReadyEndpoints(t, cs, ns, "web", 3)
+	settle(waitReadyEndpoints(t, cs, ns, "web", 3))
 	backends := podNames(t, cs, ns, "web")
 	node := windowsNode(t, cs)
 	var nodeIP string
@@ -319,16 +328,14 @@ func TestServices(t *testing.T) {
 			waitRollout(t, cs, ns, "web")
 			return waitReadyEndpoints(t, cs, ns, "web", int(n))
 		}
-		changed := scale(1)
-		time.Sleep(time.Until(changed.Add(5 * time.Second)))
+		settle(scale(1))
 		left := podNames(t, cs, ns, "web")
 		got, err := requests(host, clusterAddr, 20)
 		if err != nil {
 			t.Fatalf("after scaling to 1: %v (answers so far: %v)", err, got)
 		}
 		checkSpread(t, "5 s after scaling to 1", got, left)
-		changed = scale(3)
-		time.Sleep(time.Until(changed.Add(5 * time.Second)))
+		settle(scale(3))
 		got, err = requests(host, clusterAddr, 30)
 		if err != nil {
 			t.Fatalf("after scaling to 3: %v (answers so far: %v)", err, got)
@@ -424,7 +431,7 @@ func TestServicesAcrossNodes(t *testing.T) {
 		startPod(t, cs, ns, onNode(workloadPod("client-"+n.Name, "sleep", "3600"), n.Name))
 	}
 	waitRollout(t, cs, ns, "web")
-	waitReadyEndpoints(t, cs, ns, "web", 4)
+	settle(waitReadyEndpoints(t, cs, ns, "web", 4))
 	backends := podNames(t, cs, ns, "web")
 	perNode := map[string]int{}
 	for _, p := range podsOf(t, cs, ns, "web") {
