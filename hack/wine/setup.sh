@@ -5,7 +5,8 @@
 #   1. Debian packages wine64 and gcc-mingw-w64-x86-64 (apt-get only if missing; needs root then)
 #   2. bcryptprimitives.dll built from hack/wine/bcryptprimitives.c, winecompat.c, winebackup.c,
 #      winepipe.c, winespawn.c, winesymlink.c and winesock.c (rebuilt when the source changes)
-#   3. a private Wine prefix under ${RUNHCS_CACHE:-~/.cache/runhcs}/wine/prefix (about 11 s the first time)
+#   3. a private Wine prefix under ${RUNHCS_CACHE:-~/.cache/runhcs}/wine/KEY/prefix, one per version
+#      of hack/wine's sources (lib.sh; about 11 s the first time)
 #   3b. powershell.exe (hack/wine/powershell), over Wine's stub in the prefix
 #   4. computecore.dll, the stand-in HCS API, vmcompute.dll, the stand-in layer API, HNSCall and
 #      the HCS v1 functions of hcsshim's HotAttachEndpoint (over computecore.dll), and
@@ -131,12 +132,30 @@ build_exe() {
 	echo "${sum}" >"${exe}.sha256"
 }
 
+# prune_other_keys removes the Wine folders of other source versions (lib.sh) whose lock was last
+# taken more than two days ago and is not held now: old branches' prefixes, about 300 MB each.
+prune_other_keys() {
+	local d fd
+	for d in "${WINE_CACHES}"/*/; do
+		d="${d%/}"
+		[[ "${d}" == "${WINE_CACHE}" || ! -f "${d}/lock" ]] && continue
+		[[ -n "$(find "${d}/lock" -mtime +2)" ]] || continue
+		exec {fd}<"${d}/lock"
+		if flock -n "${fd}"; then
+			log "removing ${d}, unused for two days"
+			rm -rf "${d}"
+		fi
+		exec {fd}>&-
+	done
+}
+
 install_packages
 mkdir -p "${WINE_CACHE}"
 wine_env
 # One setup at a time, and none while a test binary uses the prefix (exec.sh holds the lock).
 exec {lockfd}>"${WINE_LOCK}"
 flock "${lockfd}"
+prune_other_keys
 build_dll bcryptprimitives.dll "${WINE_HACK}/bcryptprimitives.c" "${WINE_HACK}/winecompat.c" \
 	"${WINE_HACK}/winebackup.c" "${WINE_HACK}/winepipe.c" "${WINE_HACK}/winespawn.c" "${WINE_HACK}/winesymlink.c" \
 	"${WINE_HACK}/winesock.c"
