@@ -1,4 +1,4 @@
-package hcsemu
+package compute
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openhcs/runhcs/internal/hcsemu/hns"
 
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 )
@@ -42,7 +44,7 @@ func TestHostPerformance(t *testing.T) {
 
 	// A spinning process in the host's namespace: the fork happens on the thread in it.
 	cmd := exec.Command("sh", "-c", "while :; do :; done")
-	if err := InHostNetns(d.engine.cfg.Root, cmd.Start); err != nil {
+	if err := hns.InHostNetns(d.engine.cfg.Root, cmd.Start); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })

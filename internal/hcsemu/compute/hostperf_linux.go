@@ -1,4 +1,4 @@
-package hcsemu
+package compute
 
 import (
 	"bufio"
