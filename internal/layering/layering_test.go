@@ -89,6 +89,9 @@ var rules = map[string][]string{
 	"internal/hcsemu/layout":  nil,
 	"internal/emuvhdx":        nil,
 
+	// What the emulator's tests share to reach a daemon over TCP: the protocol only.
+	"internal/hcsemu/wire/wiretest": {"internal/hcsemu/wire"},
+
 	// Small shared leaves.
 	"internal/atomicfile": nil,
 	"internal/winargs":    nil,
@@ -156,7 +159,7 @@ var emulatorUsers = []string{"cmd/hcsemu", "internal/hcs", "internal/hns", "inte
 // emulatorOnly are the emulator's packages that only the emulator imports: the programs beside
 // it use the names internal/hcsemu gives them, so that the cut below it stays free to move.
 var emulatorOnly = []string{"internal/hcsemu/compute", "internal/hcsemu/server", "internal/hcsemu/hns", "internal/hcsemu/storage",
-	"internal/hcsemu/dispatch", "internal/hcsemu/hresult"}
+	"internal/hcsemu/dispatch", "internal/hcsemu/hresult", "internal/hcsemu/wire/wiretest"}
 
 // pkg is what the test reads of `go list -json`.
 type pkg struct {

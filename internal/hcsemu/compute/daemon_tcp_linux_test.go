@@ -13,6 +13,7 @@ import (
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu/server"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
+	"github.com/openhcs/runhcs/internal/hcsemu/wire/wiretest"
 )
 
 // The daemon's TCP transport, as the stand-in DLLs use it, driven through a real engine: a
@@ -27,43 +28,6 @@ var testKey = func() string {
 	}
 	return k
 }()
-
-// dialAuthenticated opens a TCP connection to addr that has presented testKey, as every
-// client must before anything else.
-func dialAuthenticated(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	return dialWithKey(t, addr, testKey)
-}
-
-func dialWithKey(t *testing.T, addr, key string) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if err := wire.Authenticate(c, key); err != nil {
-		t.Fatal(err)
-	}
-	c.SetDeadline(time.Time{})
-	return c
-}
-
-// attachStdio opens a stream connection: after the key, its first frame is
-// AttachStdio{token, slot}.
-func attachStdio(t *testing.T, addr, token string, slot int) *net.TCPConn {
-	t.Helper()
-	c := dialAuthenticated(t, addr)
-	f, err := wire.NewRequest(1, wire.MethodAttachStdio, wire.AttachStdioArgs{Token: token, Slot: slot})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wire.WriteFrame(c, f); err != nil {
-		t.Fatal(err)
-	}
-	return c.(*net.TCPConn)
-}
 
 // tcpClient is a control connection as the stand-in computecore.dll makes one.
 type tcpClient struct {
@@ -81,7 +45,7 @@ func dialTCP(t *testing.T, addr string) *tcpClient {
 
 func dialTCPWithKey(t *testing.T, addr, key string) *tcpClient {
 	t.Helper()
-	c := dialWithKey(t, addr, key)
+	c := wiretest.Dial(t, addr, key)
 	return &tcpClient{t: t, c: c, r: bufio.NewReader(c)}
 }
 
@@ -185,7 +149,7 @@ func TestDaemonTCP(t *testing.T) {
 			var streams [3]*net.TCPConn
 			for slot, ok := range pr.Stdio {
 				if ok {
-					streams[slot] = attachStdio(t, d.tcpAddr, pr.StdioToken, slot)
+					streams[slot] = wiretest.AttachStdio(t, d.tcpAddr, testKey, pr.StdioToken, slot)
 				}
 			}
 			outputs := [3]chan string{}

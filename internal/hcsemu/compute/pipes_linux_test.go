@@ -18,6 +18,7 @@ import (
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
+	"github.com/openhcs/runhcs/internal/hcsemu/wire/wiretest"
 )
 
 // TestDaemonMappedPipes maps a host pipe into a process-isolated container created by a TCP
@@ -49,7 +50,7 @@ func TestDaemonMappedPipes(t *testing.T) {
 		if err := f.DecodeReply(&pr); err != nil || f.HResult != 0 {
 			t.Fatalf("create process %q: hresult %#x, result %s, %v", cmd, f.HResult, f.Result, err)
 		}
-		out := attachStdio(t, d.tcpAddr, pr.StdioToken, wire.StdOut)
+		out := wiretest.AttachStdio(t, d.tcpAddr, testKey, pr.StdioToken, wire.StdOut)
 		stdout = make(chan string, 1)
 		go func() {
 			b, _ := io.ReadAll(out)
@@ -75,7 +76,7 @@ func TestDaemonMappedPipes(t *testing.T) {
 	}
 	attach := func(token string, win32Error uint32) net.Conn {
 		t.Helper()
-		nc := dialAuthenticated(t, d.tcpAddr)
+		nc := wiretest.Dial(t, d.tcpAddr, testKey)
 		f, err := wire.NewRequest(1, wire.MethodAttachPipe, wire.AttachPipeArgs{Token: token, Error: win32Error})
 		if err != nil {
 			t.Fatal(err)

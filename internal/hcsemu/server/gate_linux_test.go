@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
+	"github.com/openhcs/runhcs/internal/hcsemu/wire/wiretest"
 	"github.com/openhcs/runhcs/internal/testenv"
 )
 
@@ -100,7 +101,7 @@ func TestTCPGate(t *testing.T) {
 		})
 	}
 	// None took the stream: it still flows to an authenticated attach.
-	c := attachStdio(t, addr, token, wire.StdOut)
+	c := wiretest.AttachStdio(t, addr, testKey, token, wire.StdOut)
 	io.WriteString(w, "still here")
 	w.Close()
 	if got := readAllWithin(t, "stdout", c, 10*time.Second); got != "still here" {
@@ -212,7 +213,7 @@ func TestGateOtherUser(t *testing.T) {
 		t.Errorf("as nobody, on a socket of mode 0666: %q, want the connection closed without an answer", got)
 	}
 	// And the daemon's own user is still served on both.
-	for _, c := range []net.Conn{dialAuthenticated(t, d.tcpAddr), dialUnix(t, d.addr)} {
+	for _, c := range []net.Conn{wiretest.Dial(t, d.tcpAddr, testKey), dialUnix(t, d.addr)} {
 		if f := callOnce(t, c, wire.MethodGetServiceProperties, wire.QueryArgs{}); f.HResult != 0 {
 			t.Errorf("the daemon's user on %s: hresult %#x: %s", c.RemoteAddr().Network(), uint32(f.HResult), f.Result)
 		}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
+	"github.com/openhcs/runhcs/internal/hcsemu/wire/wiretest"
 )
 
 // The TCP transport's stdio, without an engine: a server whose stdio table is filled directly
@@ -56,43 +57,6 @@ var testKey = func() string {
 	}
 	return k
 }()
-
-// dialAuthenticated opens a TCP connection to addr that has presented testKey, as every
-// client must before anything else.
-func dialAuthenticated(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	return dialWithKey(t, addr, testKey)
-}
-
-func dialWithKey(t *testing.T, addr, key string) net.Conn {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if err := wire.Authenticate(c, key); err != nil {
-		t.Fatal(err)
-	}
-	c.SetDeadline(time.Time{})
-	return c
-}
-
-// attachStdio opens a stream connection: after the key, its first frame is
-// AttachStdio{token, slot}.
-func attachStdio(t *testing.T, addr, token string, slot int) *net.TCPConn {
-	t.Helper()
-	c := dialAuthenticated(t, addr)
-	f, err := wire.NewRequest(1, wire.MethodAttachStdio, wire.AttachStdioArgs{Token: token, Slot: slot})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wire.WriteFrame(c, f); err != nil {
-		t.Fatal(err)
-	}
-	return c.(*net.TCPConn)
-}
 
 // readAllWithin reads r to its end, failing the test if that takes longer than d. A pseudo
 // console's EIO counts as the end.
@@ -182,7 +146,7 @@ func TestTCPStdio(t *testing.T) {
 			var streams [3]*net.TCPConn
 			for slot, ok := range tc.reply.Stdio {
 				if ok {
-					streams[slot] = attachStdio(t, addr, token, slot)
+					streams[slot] = wiretest.AttachStdio(t, addr, testKey, token, slot)
 				}
 			}
 			if streams[wire.StdIn] != nil {
@@ -218,7 +182,7 @@ func TestTCPStdio(t *testing.T) {
 			// Single use: a second attach of a slot gets nothing and is closed; so does a slot
 			// the reply has no stream for.
 			for slot := range 3 {
-				c := attachStdio(t, addr, token, slot)
+				c := wiretest.AttachStdio(t, addr, testKey, token, slot)
 				if got := readAllWithin(t, "second attach", c, 10*time.Second); got != "" {
 					t.Errorf("second attach of slot %d read %q", slot, got)
 				}
@@ -271,7 +235,7 @@ func TestTCPAttachRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := dialAuthenticated(t, addr)
+			c := wiretest.Dial(t, addr, testKey)
 			if _, err := c.Write(tc.bytes); err != nil {
 				t.Fatal(err)
 			}
@@ -281,7 +245,7 @@ func TestTCPAttachRefused(t *testing.T) {
 		})
 	}
 	// None of them took the stream: it still flows to the right attach.
-	c := attachStdio(t, addr, token, wire.StdOut)
+	c := wiretest.AttachStdio(t, addr, testKey, token, wire.StdOut)
 	io.WriteString(w, "still here")
 	w.Close()
 	if got := readAllWithin(t, "stdout", c, 10*time.Second); got != "still here" {
@@ -310,7 +274,7 @@ func TestTCPStdioExpiry(t *testing.T) {
 	if _, err := outW.Write([]byte("x")); !errors.Is(err, syscall.EPIPE) {
 		t.Errorf("write to an expired stdout: %v, want EPIPE", err)
 	}
-	if got := readAllWithin(t, "attach after expiry", attachStdio(t, addr, token, wire.StdOut), 10*time.Second); got != "" {
+	if got := readAllWithin(t, "attach after expiry", wiretest.AttachStdio(t, addr, testKey, token, wire.StdOut), 10*time.Second); got != "" {
 		t.Errorf("attach after expiry read %q", got)
 	}
 }
@@ -336,7 +300,7 @@ func TestTCPShutdown(t *testing.T) {
 	if _, err := s.stdio.add(context.Background(), wire.ProcessReply{PID: 6, Stdio: [3]bool{false, true, false}}, []*os.File{waitingR}); err != nil {
 		t.Fatal(err)
 	}
-	c := attachStdio(t, ln.Addr().String(), relayed, wire.StdOut)
+	c := wiretest.AttachStdio(t, ln.Addr().String(), testKey, relayed, wire.StdOut)
 	// The attach is under way once the table no longer holds the stream.
 	for deadline := time.Now().Add(10 * time.Second); s.stdio.waiting(relayed); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
