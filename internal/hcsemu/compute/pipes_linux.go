@@ -32,8 +32,9 @@ import (
 //     emulator's stand-in for the named pipe file system; Windows shows nothing on C:);
 //   - when a process connects, the daemon asks a client that holds the system and can reach the
 //     host's pipes (the stand-in computecore.dll on TCP, pipeRelayer) to open the host pipe and
-//     attach it (wire.PipeConnect, wire.MethodAttachPipe, tcp_linux.go); the bytes then flow
-//     through the daemon between the container's socket and the client's connection.
+//     attach it (wire.PipeConnect, wire.MethodAttachPipe; internal/hcsemu/server's
+//     tcp_linux.go); the bytes then flow through the daemon between the container's socket and
+//     the client's connection.
 //
 // A container in a utility VM maps the VM's pipes (VirtualMachine/Devices/MappedPipes, named by
 // schema2.VSMBGuestPipePath): it gets the same socket, relayed to the host pipe the VM was given.

@@ -96,8 +96,8 @@ func TestVMOutOfProcess(t *testing.T) {
 	daemon = start()
 	c2 := dial()
 	defer c2.Close()
-	// The socket listens before the engine exists (daemon_linux.go: Run); an answer means the
-	// engine, and its cleanup of the dead daemon's VMs, is done.
+	// The socket listens before the engine exists (internal/hcsemu's Run); an answer means
+	// the engine, and its cleanup of the dead daemon's VMs, is done.
 	if _, err := c2.GetServiceProperties(""); err != nil {
 		t.Fatalf("the second daemon does not answer: %v", err)
 	}
