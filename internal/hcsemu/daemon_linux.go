@@ -10,10 +10,12 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/openhcs/runhcs/internal/atomicfile"
+	"github.com/openhcs/runhcs/internal/hcsemu/compute"
+	"github.com/openhcs/runhcs/internal/hcsemu/server"
 )
 
-// The daemon's wiring (cmd/hcsemu): listeners, engine and server started together, and torn
-// down in reverse order. The server itself is in server_linux.go.
+// The daemon's wiring (cmd/hcsemu): listeners, engine (internal/hcsemu/compute) and server
+// (internal/hcsemu/server) started together, and torn down in reverse order.
 
 // Run is the daemon: an engine served at addrs until ctx is done, then every system is
 // terminated and the socket (and the TCP address and key files) removed.
@@ -23,18 +25,18 @@ func Run(ctx context.Context, cfg Config, addrs Addresses) error {
 	}
 	// The socket first: a second daemon on the same address stops here, before its engine
 	// touches anything.
-	ln, err := Listen(addrs.Unix)
+	ln, err := server.Listen(addrs.Unix)
 	if err != nil {
 		return err
 	}
 	var tln net.Listener
 	var key string
 	if addrs.TCP != "" {
-		if key, err = NewTCPKey(); err != nil {
+		if key, err = server.NewTCPKey(); err != nil {
 			ln.Close()
 			return err
 		}
-		if tln, err = ListenTCP(addrs.TCP); err != nil {
+		if tln, err = server.ListenTCP(addrs.TCP); err != nil {
 			ln.Close()
 			return err
 		}
@@ -45,16 +47,16 @@ func Run(ctx context.Context, cfg Config, addrs Addresses) error {
 			tln.Close()
 		}
 	}
-	e, err := NewEngine(ctx, cfg)
+	e, err := compute.NewEngine(ctx, cfg)
 	if err != nil {
 		closeListeners()
 		return err
 	}
-	fields := log.Fields{"address": addrs.Unix, "root": e.cfg.Root, "osVersion": e.cfg.OSVersion}
+	fields := log.Fields{"address": addrs.Unix, "root": e.Config().Root, "osVersion": e.Config().OSVersion}
 	if tln != nil {
 		fields["tcpAddress"] = tln.Addr().String()
 	}
-	srv := NewServer(e)
+	srv := server.NewServer(e)
 	serving := 1
 	done := make(chan error, 2)
 	go func() { done <- srv.Serve(ctx, ln) }()
@@ -62,7 +64,7 @@ func Run(ctx context.Context, cfg Config, addrs Addresses) error {
 		serving++
 		go func() { done <- srv.ServeTCP(ctx, tln, key) }()
 		// The key before the address file, which tells clients they can connect.
-		err = WriteTCPKeyFile(addrs.TCPKeyFile, key)
+		err = server.WriteTCPKeyFile(addrs.TCPKeyFile, key)
 	}
 	// The address file last: it tells whoever waits for it that the daemon is ready.
 	if err == nil && addrs.TCPFile != "" {
@@ -82,8 +84,7 @@ func Run(ctx context.Context, cfg Config, addrs Addresses) error {
 	for ; serving > 0; serving-- {
 		err = errors.Join(err, <-done)
 	}
-	srv.stdio.close()
-	srv.pipes.close()
+	srv.Close()
 	log.G(ctx).Info("hcsemu: shutting down: terminating every compute system")
 	cerr := e.Close(context.WithoutCancel(ctx))
 	os.Remove(addrs.Unix)

@@ -60,12 +60,20 @@ var rules = map[string][]string{
 	"internal/computecore":    nil,
 	"internal/computenetwork": nil,
 
-	// The emulator, its client and its neutral leaves. The top package is the compute service
-	// and the wiring; each emulated service below it is a package of its own, which imports
-	// neither the top package nor another service (hns and storage never import compute).
-	"internal/hcsemu": {"internal/atomicfile", "internal/computecore", "internal/computenetwork", "internal/hcs/schema2",
+	// The emulator, its client and its neutral leaves. The top package only wires: the daemon
+	// (Run) composes the compute engine and the server, and names their surface for the
+	// programs beside it. Each emulated service is a package of its own; compute uses hns and
+	// storage through narrow interfaces, and none of them imports the server, which sees its
+	// engine through an interface of its own (see never below).
+	"internal/hcsemu": {"internal/atomicfile", "internal/hcsemu/compute", "internal/hcsemu/hns", "internal/hcsemu/server"},
+	// HCS: compute systems, processes, silos, cgroups, utility VMs and hosted containers,
+	// users, gMSA, and the engine's wire methods and fault injection.
+	"internal/hcsemu/compute": {"internal/computecore", "internal/computenetwork", "internal/hcs/schema2",
 		"internal/hcsemu/dispatch", "internal/hcsemu/hns", "internal/hcsemu/hresult", "internal/hcsemu/layout",
 		"internal/hcsemu/storage", "internal/hcsemu/wire", "internal/hns/hcn", "internal/winargs"},
+	// The server: transports (unix socket, loopback TCP), the gate, the connections.
+	"internal/hcsemu/server": {"internal/atomicfile", "internal/computecore", "internal/hcsemu/dispatch",
+		"internal/hcsemu/hresult", "internal/hcsemu/wire"},
 	// HNS: networks, endpoints, namespaces, the v1 surface and the dataplane.
 	"internal/hcsemu/hns": {"internal/computecore", "internal/computenetwork", "internal/hcsemu/dispatch",
 		"internal/hcsemu/hresult", "internal/hcsemu/layout", "internal/hcsemu/wire", "internal/hns/hcn"},
@@ -80,6 +88,9 @@ var rules = map[string][]string{
 	"internal/hcsemu/wire":    {"internal/computecore", "internal/hcs/schema2"},
 	"internal/hcsemu/layout":  nil,
 	"internal/emuvhdx":        nil,
+
+	// What the emulator's tests share to reach a daemon over TCP: the protocol only.
+	"internal/hcsemu/wire/wiretest": {"internal/hcsemu/wire"},
 
 	// Small shared leaves.
 	"internal/atomicfile": nil,
@@ -120,6 +131,17 @@ var rules = map[string][]string{
 	"hack/doccheck": nil,
 }
 
+// never are the emulator's packages a package must not depend on, even through another: the
+// services do not know the server or the wiring, the server knows no service, and hns and
+// storage do not know each other or compute. Checked on go list's Deps, so an indirect path
+// fails too.
+var never = map[string][]string{
+	"internal/hcsemu/compute": {"internal/hcsemu", "internal/hcsemu/server"},
+	"internal/hcsemu/server":  {"internal/hcsemu", "internal/hcsemu/compute", "internal/hcsemu/hns", "internal/hcsemu/storage"},
+	"internal/hcsemu/hns":     {"internal/hcsemu", "internal/hcsemu/compute", "internal/hcsemu/server", "internal/hcsemu/storage"},
+	"internal/hcsemu/storage": {"internal/hcsemu", "internal/hcsemu/compute", "internal/hcsemu/server", "internal/hcsemu/hns"},
+}
+
 // standardOnly are the leaves that import nothing outside the standard library either: the
 // workload links winargs into a container's binary, and the rest are formats every side shares.
 var standardOnly = []string{"internal/winargs", "internal/hcs/schema2", "internal/emuvhdx", "internal/hcsemu/layout"}
@@ -133,6 +155,11 @@ var suites = []string{"test/e2e", "test/soak", "test/bench", "test/cri", "test/w
 // internal/hns (or, for tests, through test/harness).
 var emulatorUsers = []string{"cmd/hcsemu", "internal/hcs", "internal/hns", "internal/hcsemu", "test/harness",
 	"test/winnode", "test/cluster", "test/e2e", "test/soak", "test/k8s"}
+
+// emulatorOnly are the emulator's packages that only the emulator imports: the programs beside
+// it use the names internal/hcsemu gives them, so that the cut below it stays free to move.
+var emulatorOnly = []string{"internal/hcsemu/compute", "internal/hcsemu/server", "internal/hcsemu/hns", "internal/hcsemu/storage",
+	"internal/hcsemu/dispatch", "internal/hcsemu/hresult", "internal/hcsemu/wire/wiretest"}
 
 // pkg is what the test reads of `go list -json`.
 type pkg struct {
@@ -184,6 +211,11 @@ func check(t *testing.T, p pkg) {
 			}
 		}
 	}
+	for _, d := range own(p.Deps) {
+		if slices.Contains(never[name], d) {
+			t.Errorf("%s depends on %s, which it must never reach, not even through another package", name, d)
+		}
+	}
 	all := own(slices.Concat(p.Imports, p.TestImports, p.XTestImports))
 	for _, imp := range all {
 		if strings.HasPrefix(name, "internal/") && strings.HasPrefix(imp, "test/") {
@@ -199,6 +231,9 @@ func check(t *testing.T, p pkg) {
 		}
 		if (imp == "internal/hcsemu" || imp == "internal/hcsemu/client") && !slices.Contains(emulatorUsers, name) && !strings.HasPrefix(name, "internal/hcsemu/") {
 			t.Errorf("%s imports %s: only %v reach into the emulator", name, imp, emulatorUsers)
+		}
+		if slices.Contains(emulatorOnly, imp) && !strings.HasPrefix(name, "internal/hcsemu") {
+			t.Errorf("%s imports %s: the emulator's own packages are reached through internal/hcsemu", name, imp)
 		}
 	}
 }

@@ -7,8 +7,8 @@ import (
 
 // ScratchDisk is a container's scratch disk in its scratch snapshot: sandbox.vhdx, where
 // containerd's windows snapshotter and this project's Windows snapshotter make it and hcsshim
-// attaches it from. The emulator names its emulated disks the same (internal/hcsemu's
-// storage.go); the Linux-native snapshotter's folder scratches have none yet, so a Hyper-V
+// attaches it from. The emulator names its emulated disks the same (internal/hcsemu/storage's
+// ScratchDisk); the Linux-native snapshotter's folder scratches have none yet, so a Hyper-V
 // container over one fails to attach, naming the missing file.
 func ScratchDisk(scratch string) string { return filepath.Join(scratch, "sandbox.vhdx") }
 

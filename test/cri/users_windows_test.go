@@ -26,7 +26,7 @@ import (
 // string, internal/cri/opts WithWindowsCredentialSpec), and checks neither: the shim does.
 
 // adminOnly is a path only administrators may write (hcsemu's convention: a layer's folder is
-// writable only by ContainerAdministrator; internal/hcsemu doc.go "Users").
+// writable only by ContainerAdministrator; docs/emulator.md, "Users and gMSA").
 const adminOnly = `C:\Windows\System32\probe.txt`
 
 // asUser is containerConfig run as the Windows account user.

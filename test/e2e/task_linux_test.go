@@ -222,7 +222,7 @@ func testExec(ctx context.Context, t *testing.T, env *harness.Env) {
 				}
 			})
 		}
-		// hcsemu's process isolation (internal/hcsemu silo_linux.go): an exec sees its
+		// hcsemu's process isolation (internal/hcsemu/compute silo_linux.go): an exec sees its
 		// container's processes, its silo init (PID 1, smss), the task's init and itself;
 		// not the host's nor other containers'.
 		t.Run("sees its container's processes only", func(t *testing.T) {

@@ -151,7 +151,7 @@ func (l Layer) tar(mtime time.Time) ([]byte, error) {
 // the same). Where the layer is imported through the backup APIs (under Wine: hack/wine
 // winebackup.c applies the descriptor, and Wine turns its DACL into the file's mode) this is what
 // keeps ContainerUser from writing there, as hcsemu's own importer does by writing layers as root
-// (internal/hcsemu doc.go "Users").
+// (docs/emulator.md, "Users and gMSA").
 var defaultSD = base64.StdEncoding.EncodeToString(selfRelativeSD())
 
 func selfRelativeSD() []byte {

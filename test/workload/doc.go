@@ -47,7 +47,7 @@
 //	pipe PIPE MSG         open the named pipe PIPE (\\.\pipe\NAME), send MSG and a newline, print
 //	                      the one-line answer; the Linux build opens hcsemu's stand-in for the
 //	                      pipe, the unix socket /pipe/name (the name lower-cased: pipe names are
-//	                      case-insensitive; internal/hcsemu pipes_linux.go)
+//	                      case-insensitive; internal/hcsemu/compute pipes_linux.go)
 //
 // PATH arguments may be Windows paths ("C:\data\x.txt"): the Linux build maps the drive letter to
 // its root and backslashes to slashes, since hcsemu runs it chrooted with C:\ as its root.

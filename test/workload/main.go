@@ -229,7 +229,7 @@ func whoami(w io.Writer) error {
 		return err
 	}
 	// The account a gMSA container authenticates as on the network, where hcsemu shows it
-	// (internal/hcsemu NetworkIdentityVariable).
+	// (internal/hcsemu/compute NetworkIdentityVariable).
 	if n := os.Getenv("HCSEMU_NETWORK_IDENTITY"); n != "" {
 		if _, err := fmt.Fprintf(w, "network=%s\n", n); err != nil {
 			return err

@@ -187,7 +187,7 @@ func getOnce(host, path string) (string, error) {
 // resolve looks NAME up with the system's resolver and prints its IPv4 addresses, one a line,
 // sorted. The Linux build's resolver is Go's own (the binary is static): under hcsemu it reads
 // the container's C:\etc\resolv.conf, where hcsemu writes the pod's DNS settings
-// (internal/hcsemu dns.go).
+// (internal/hcsemu/compute dns_linux.go).
 func resolve(name string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

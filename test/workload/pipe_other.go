@@ -9,7 +9,7 @@ import (
 )
 
 // pipeRoot is where hcsemu puts its stand-ins for named pipes: /pipe of the container's root
-// (C:\pipe; internal/hcsemu pipes_linux.go). A variable for tests.
+// (C:\pipe; internal/hcsemu/compute pipes_linux.go). A variable for tests.
 var pipeRoot = "/pipe"
 
 // openPipe connects to hcsemu's stand-in for a named pipe: the unix socket pipeRoot/NAME, the

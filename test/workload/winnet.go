@@ -32,7 +32,7 @@ func hostnameMain(args []string, t *tool) int {
 }
 
 // resolvConfFile is where hcsemu writes a container's DNS settings (the emulator's convention,
-// internal/hcsemu dns.go): the resolver's lines, and per network adapter a comment line
+// internal/hcsemu/compute dns_linux.go): the resolver's lines, and per network adapter a comment line
 // "# hcsemu-adapter <MAC> suffix=<suffix> servers=<a>,<b>". A variable for tests.
 var resolvConfFile = `C:\etc\resolv.conf`
 

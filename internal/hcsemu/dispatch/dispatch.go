@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
@@ -12,6 +13,18 @@ import (
 // notifications go to it.
 type Subscriber interface {
 	Notify(ev wire.Event)
+}
+
+// PipeRelayer is a Subscriber that can open the host's named pipes and relay them: the
+// server's TCP connections, whose client is the stand-in computecore.dll under Wine, beside the
+// pipe's server. Compute systems with mapped pipes (internal/hcsemu/compute pipes_linux.go)
+// ask their holders for it.
+type PipeRelayer interface {
+	Subscriber
+	// CanRelayPipes says whether this subscriber has a Windows side at all.
+	CanRelayPipes() bool
+	// RelayPipe asks the subscriber to open hostPipe and relay it to c; it owns c from then.
+	RelayPipe(ctx context.Context, sys wire.SystemRef, hostPipe string, c net.Conn) error
 }
 
 // Answer is what a method returns on success; the server turns it into the response frame.

@@ -1,6 +1,10 @@
 package wire
 
-import "github.com/openhcs/runhcs/internal/computecore"
+import (
+	"strings"
+
+	"github.com/openhcs/runhcs/internal/computecore"
+)
 
 // The fault control methods: they inject faults into the daemon's own calls, for tests and
 // operators (`hcsemu fault`). They are served on the unix socket only, which only the daemon's
@@ -17,6 +21,10 @@ const (
 	MethodFaultList       = "FaultList"
 	MethodFaultClear      = "FaultClear"
 )
+
+// IsFaultMethod reports a fault control method: the fault injector never applies faults to one,
+// and the TCP transport refuses them.
+func IsFaultMethod(method string) bool { return strings.HasPrefix(method, "Fault") }
 
 // FaultOps maps the short operation names of the fault methods to the wire methods they name.
 var FaultOps = map[string]string{
