@@ -15,7 +15,7 @@ const gmsaSpec = `{"CmsPlugins":["ActiveDirectory"],"DomainJoinConfig":{"Sid":"S
 // TestIdentity runs the workload's whoami under securityContext.windowsOptions: the pod's
 // runAsUserName applies to its containers, a container's own overrides it, and a gMSA
 // credential spec given inline (gmsaCredentialSpec) makes the container authenticate on the
-// network as the domain's account (hcsemu shows it to the workload, internal/hcsemu
+// network as the domain's account (hcsemu shows it to the workload, internal/hcsemu/compute
 // NetworkIdentityVariable) while it runs as ContainerAdministrator. Process isolated and with
 // the Hyper-V RuntimeClass.
 func TestIdentity(t *testing.T) {
