@@ -36,7 +36,10 @@
  * read or write access Wine 8 leaves listening, in ntdll's (winepipe.c), CreateProcessW,
  * which fails now and then when Wine cannot start the new process, in kernel32's (winespawn.c),
  * CreateSymbolicLinkW, a stub in Wine 8 that makes nothing, in kernel32's (winesymlink.c), and
- * AF_UNIX sockets, which Wine 8 lacks, in ws2_32's and mswsock's (winesock.c).
+ * AF_UNIX sockets, which Wine 8 lacks, in ws2_32's and mswsock's (winesock.c). Rooted paths
+ * that begin with '/', which Wine 8 resolves on the Linux machine instead of the current drive,
+ * are fixed in ntdll's path conversions as kernelbase's and kernel32's import tables bind them
+ * (winepath.c).
  */
 #include <windows.h>
 #include <winternl.h>
@@ -165,6 +168,48 @@ BOOL winecompat_patch_export(BYTE *module, const char *name, void *wrapper)
 	return TRUE;
 }
 
+BOOL winecompat_patch_import(BYTE *module, const char *dll, const char *name, void *wrapper)
+{
+	IMAGE_DOS_HEADER *dos = (IMAGE_DOS_HEADER *)module;
+	IMAGE_NT_HEADERS64 *nt;
+	IMAGE_DATA_DIRECTORY dir;
+	IMAGE_IMPORT_DESCRIPTOR *imp;
+	BOOL patched = FALSE;
+
+	if (dos->e_magic != IMAGE_DOS_SIGNATURE)
+		return FALSE;
+	nt = (IMAGE_NT_HEADERS64 *)(module + dos->e_lfanew);
+	if (nt->Signature != IMAGE_NT_SIGNATURE)
+		return FALSE;
+	dir = nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_IMPORT];
+	if (dir.VirtualAddress == 0)
+		return FALSE;
+	for (imp = (IMAGE_IMPORT_DESCRIPTOR *)(module + dir.VirtualAddress); imp->Name != 0; imp++) {
+		IMAGE_THUNK_DATA64 *names, *slots;
+
+		if (lstrcmpiA((const char *)(module + imp->Name), dll) != 0 || imp->OriginalFirstThunk == 0)
+			continue;
+		names = (IMAGE_THUNK_DATA64 *)(module + imp->OriginalFirstThunk);
+		slots = (IMAGE_THUNK_DATA64 *)(module + imp->FirstThunk);
+		for (; names->u1.AddressOfData != 0; names++, slots++) {
+			IMAGE_IMPORT_BY_NAME *by_name;
+			DWORD old;
+
+			if (IMAGE_SNAP_BY_ORDINAL64(names->u1.Ordinal))
+				continue;
+			by_name = (IMAGE_IMPORT_BY_NAME *)(module + names->u1.AddressOfData);
+			if (lstrcmpA((const char *)by_name->Name, name) != 0)
+				continue;
+			if (!VirtualProtect(&slots->u1.Function, sizeof(slots->u1.Function), PAGE_READWRITE, &old))
+				return FALSE;
+			slots->u1.Function = (ULONGLONG)(ULONG_PTR)wrapper;
+			VirtualProtect(&slots->u1.Function, sizeof(slots->u1.Function), old, &old);
+			patched = TRUE;
+		}
+	}
+	return patched;
+}
+
 BOOL winecompat_install(void)
 {
 	BYTE *ntdll = (BYTE *)GetModuleHandleW(L"ntdll.dll");
@@ -179,5 +224,5 @@ BOOL winecompat_install(void)
 	real_set_information_file = (set_information_file_fn)(void *)(ntdll + *slot);
 	return winecompat_patch_export(ntdll, "NtSetInformationFile", (void *)compat_set_information_file) &&
 	       winebackup_install() && winepipe_install() && winespawn_install() && winesymlink_install() &&
-	       winesock_install();
+	       winesock_install() && winepath_install();
 }

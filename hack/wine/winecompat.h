@@ -11,6 +11,14 @@ BOOL winecompat_install(void);
  * module, as export entries are 32-bit offsets); FALSE if it could not. */
 BOOL winecompat_patch_export(BYTE *module, const char *name, void *wrapper);
 
+/* winecompat_patch_import points module's import of name from dll (its import address table
+ * entry, bound at load) at wrapper; FALSE if module does not import it. */
+BOOL winecompat_patch_import(BYTE *module, const char *dll, const char *name, void *wrapper);
+
+/* winepath_install makes a rooted path that begins with '/' name the current drive's root, as
+ * on Windows, not the Linux machine's (winepath.c). */
+BOOL winepath_install(void);
+
 /* winebackup_install fills in BackupRead and BackupWrite (winebackup.c). */
 BOOL winebackup_install(void);
 

@@ -1,16 +1,20 @@
 package wintest
 
 import (
+	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
 
+	"github.com/openhcs/runhcs/internal/hcsemu/wire"
 	"github.com/openhcs/runhcs/internal/testenv"
 )
 
@@ -235,4 +239,175 @@ func TestPdhEmulatedHost(t *testing.T) {
 	if _, ok := adapters["lo"]; ok {
 		t.Errorf("Network Adapter(*): %v lists loopback", adapters)
 	}
+}
+
+const (
+	pdhCStatusInvalidData = 0xC0000BBA
+	pdhFmtNoCap100        = 0x00008000
+)
+
+// pdhValues reads a counter's items (PdhGetFormattedCounterArrayW, sized first as kubelet
+// does) with their own CStatus, without collecting.
+func pdhValues(t *testing.T, counter uintptr, format uint32) (map[string]pdhItem, uint32) {
+	t.Helper()
+	var size, count uint32
+	var empty [1]pdhItem
+	st := pdhCall("PdhGetFormattedCounterArrayW", counter, uintptr(format), uintptr(unsafe.Pointer(&size)), uintptr(unsafe.Pointer(&count)), uintptr(unsafe.Pointer(&empty[0])))
+	if st != pdhMoreData {
+		return nil, st
+	}
+	buf := make([]pdhItem, size/uint32(unsafe.Sizeof(pdhItem{}))+1)
+	if st = pdhCall("PdhGetFormattedCounterArrayW", counter, uintptr(format), uintptr(unsafe.Pointer(&size)), uintptr(unsafe.Pointer(&count)), uintptr(unsafe.Pointer(&buf[0]))); st != 0 {
+		return nil, st
+	}
+	items := map[string]pdhItem{}
+	for _, it := range buf[:count] {
+		items[windows.UTF16PtrToString(it.name)] = it
+	}
+	return items, 0
+}
+
+// fakeHostPerformance serves the wire protocol's GetHostPerformance as hcsemu does, answering
+// the stand-in pdh.dll's collections one sample after the other, so that the DLL's arithmetic
+// is checked against known figures. It sets HCSEMU_TCP_ADDRESS and HCSEMU_TCP_KEY_FILE for this
+// process, whose pdh.dll must not have dialled yet.
+func fakeHostPerformance(t *testing.T, samples []wire.HostPerformance) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	keyFile := filepath.Join(t.TempDir(), "key")
+	const key = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HCSEMU_TCP_ADDRESS", l.Addr().String())
+	t.Setenv("HCSEMU_TCP_KEY_FILE", keyFile)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		next := 0
+		for {
+			f, err := wire.ReadFrame(c)
+			if err != nil {
+				return
+			}
+			r := &wire.Frame{ID: f.ID}
+			switch f.Method {
+			case wire.MethodAuthenticate:
+				var a wire.AuthenticateArgs
+				if f.DecodeArgs(&a) != nil || a.Key != key {
+					return
+				}
+			case wire.MethodClientPaths:
+			case wire.MethodGetHostPerformance:
+				if next == len(samples) {
+					return
+				}
+				r.Reply, _ = json.Marshal(samples[next])
+				next++
+			default:
+				return
+			}
+			if wire.WriteFrame(c, r) != nil {
+				return
+			}
+		}
+	}()
+}
+
+// TestPdhRateArithmetic checks the stand-in pdh.dll's arithmetic against known samples from a
+// fake hcsemu, in a child process (the DLL dials once per process):
+//   - \Processor(_Total)\% Processor Time is the busy share of all processors between the
+//     query's last two collections, 0 to 100 (5 s busy over 10 s on 2 processors: 25), capped
+//     at 100 unless PDH_FMT_NOCAP100, and 0 over an interval whose busy time went back;
+//   - a rate has no value after one collection (PDH_INVALID_DATA), a raw counter has;
+//   - a wildcard counter's array succeeds with each instance's own CStatus: a network adapter
+//     seen for the first time in the last collection is PDH_CSTATUS_INVALID_DATA while the
+//     others have their rate (before, the whole array failed and kubelet kept none of the node's
+//     figures).
+func TestPdhRateArithmetic(t *testing.T) {
+	if !UnderWine() {
+		t.Skip("the stand-in pdh.dll, which answers from hcsemu, exists under Wine only")
+	}
+	if os.Getenv("RUNHCS_PDH_FAKE_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPdhRateArithmetic$", "-test.v")
+		cmd.Env = append(os.Environ(), "RUNHCS_PDH_FAKE_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestPdhRateArithmetic") {
+			t.Fatalf("the child: %v\n%s", err, out)
+		}
+		return
+	}
+	const s = uint64(time.Second)
+	eth := func(rx uint64) wire.HostAdapter { return wire.HostAdapter{Name: "eth0", BytesReceived: rx} }
+	fakeHostPerformance(t, []wire.HostPerformance{
+		{TimestampNs: 0, Processors: 2, ProcessorBusyNs: 0, CommittedBytes: 4096, Adapters: []wire.HostAdapter{eth(1000)}},
+		{TimestampNs: int64(10 * s), Processors: 2, ProcessorBusyNs: 5 * s, CommittedBytes: 8192,
+			Adapters: []wire.HostAdapter{eth(6000), {Name: "hep1", BytesReceived: 77}}},
+		{TimestampNs: int64(20 * s), Processors: 2, ProcessorBusyNs: 35 * s, CommittedBytes: 8192,
+			Adapters: []wire.HostAdapter{eth(6000), {Name: "hep1", BytesReceived: 1077}}},
+		{TimestampNs: int64(30 * s), Processors: 2, ProcessorBusyNs: 1 * s, CommittedBytes: 8192,
+			Adapters: []wire.HostAdapter{eth(6000), {Name: "hep1", BytesReceived: 1077}}},
+	})
+	var query, cpu, rx, committed uintptr
+	if st := pdhCall("PdhOpenQuery", 0, 0, uintptr(unsafe.Pointer(&query))); st != 0 {
+		t.Fatalf("PdhOpenQuery: %#x", st)
+	}
+	defer pdhCall("PdhCloseQuery", query)
+	for path, h := range map[string]*uintptr{
+		`\Processor(_Total)\% Processor Time`:    &cpu,
+		`\Network Adapter(*)\Bytes Received/sec`: &rx,
+		`\Memory\Committed Bytes`:                &committed,
+	} {
+		if st := pdhCall("PdhAddEnglishCounterW", query, utf16(t, path), 0, uintptr(unsafe.Pointer(h))); st != 0 {
+			t.Fatalf("PdhAddEnglishCounterW(%s): %#x", path, st)
+		}
+	}
+	collect := func() {
+		t.Helper()
+		if st := pdhCall("PdhCollectQueryData", query); st != 0 {
+			t.Fatalf("PdhCollectQueryData: %#x", st)
+		}
+	}
+	want := func(what string, counter uintptr, format uint32, instance string, status uint32, value float64) {
+		t.Helper()
+		items, st := pdhValues(t, counter, format)
+		if st != 0 {
+			t.Errorf("%s: %#x, want the array", what, st)
+			return
+		}
+		it, ok := items[instance]
+		if !ok || it.cstatus != status || it.value != value {
+			t.Errorf("%s: %q is %+v (present %v), want CStatus %#x, value %v", what, instance, it, ok, status, value)
+		}
+	}
+
+	collect()
+	if _, st := pdhValues(t, cpu, pdhFmtDouble); st != pdhInvalidData {
+		t.Errorf("%% Processor Time after one collection: %#x, want PDH_INVALID_DATA", st)
+	}
+	if _, st := pdhValues(t, rx, pdhFmtDouble); st != pdhInvalidData {
+		t.Errorf("Bytes Received/sec after one collection: %#x, want PDH_INVALID_DATA", st)
+	}
+	want("Committed Bytes after one collection", committed, pdhFmtDouble, "", 0, 4096)
+
+	collect()
+	want("% Processor Time, 5 s busy in 10 s on 2 processors", cpu, pdhFmtDouble, "_Total", 0, 25)
+	want("Bytes Received/sec of eth0", rx, pdhFmtDouble, "eth0", 0, 500)
+	want("Bytes Received/sec of a new adapter", rx, pdhFmtDouble, "hep1", pdhCStatusInvalidData, 0)
+
+	collect()
+	want("% Processor Time, 30 s busy in 10 s on 2 processors", cpu, pdhFmtDouble, "_Total", 0, 100)
+	want("% Processor Time with PDH_FMT_NOCAP100", cpu, pdhFmtDouble|pdhFmtNoCap100, "_Total", 0, 150)
+	want("Bytes Received/sec of the adapter, now seen twice", rx, pdhFmtDouble, "hep1", 0, 100)
+	want("Bytes Received/sec of eth0, idle", rx, pdhFmtDouble, "eth0", 0, 0)
+
+	collect()
+	want("% Processor Time over an interval whose busy time went back", cpu, pdhFmtDouble, "_Total", 0, 0)
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -171,7 +173,8 @@ type summaryStats struct {
 	Node struct {
 		NodeName string `json:"nodeName"`
 		CPU      struct {
-			UsageNanoCores *uint64 `json:"usageNanoCores"`
+			Time           time.Time `json:"time"`
+			UsageNanoCores *uint64   `json:"usageNanoCores"`
 		} `json:"cpu"`
 		Memory struct {
 			WorkingSetBytes *uint64 `json:"workingSetBytes"`
@@ -196,17 +199,34 @@ type summaryStats struct {
 // TestSummaryAPI: kubelet's summary API, read through the API server's node proxy as metrics
 // servers and `kubectl get --raw` do, gives the Windows node's CPU and memory and, for a pod
 // that burns CPU and holds memory, the container's CPU time and working set, which kubelet takes
-// from CRI stats (containerd → the shim → hcsemu's figures for the container).
+// from CRI stats (containerd → the shim → hcsemu's figures for the container). The node's CPU
+// rate (usageNanoCores, from \Processor(_Total)\% Processor Time through the stand-in pdh.dll)
+// becomes non-zero while the pod spins and stays within the node's processors, and kubelet read
+// every one of its counters meanwhile: a pod's new network adapter once failed the
+// \Network Adapter(*) counters, and kubelet then kept none of the node's figures (the CPU rate
+// read 0).
 func TestSummaryAPI(t *testing.T) {
 	cs := client(t)
 	ns := namespace(t, cs)
+	kubeletLog := filepath.Join(nodeRoot(t), "logs", "kubelet.log")
+	logStart := fileSize(t, kubeletLog)
 	// 64 MiB held, then one core busy.
 	p := workloadPod("busy", "alloc", "64", "3600")
 	p.Spec.Containers = append(p.Spec.Containers, corev1.Container{
 		Name: "spin", Image: testImage, ImagePullPolicy: corev1.PullIfNotPresent,
 		Command: []string{workload, "spin", "3600"},
 	})
-	startPod(t, cs, ns, p)
+	running := startPod(t, cs, ns, p)
+	// The node's figures are wanted from a collection after the pod's containers (and its
+	// network adapter) came: kubelet collects every 10 s, and startedAt has a resolution of a
+	// second.
+	var started time.Time
+	for _, c := range running.Status.ContainerStatuses {
+		if c.State.Running != nil && c.State.Running.StartedAt.After(started) {
+			started = c.State.Running.StartedAt.Time
+		}
+	}
+	started = started.Add(time.Second)
 	node := windowsNode(t, cs)
 	var s summaryStats
 	deadline := time.Now().Add(waitLong)
@@ -219,12 +239,13 @@ func TestSummaryAPI(t *testing.T) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			t.Fatalf("/stats/summary: %v", err)
 		}
-		if ok, _ := summaryComplete(&s, ns); ok {
+		if ok, _ := summaryComplete(&s, ns); ok && s.Node.CPU.Time.After(started) && *s.Node.CPU.UsageNanoCores > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
 			_, why := summaryComplete(&s, ns)
-			t.Fatalf("/stats/summary: %s after %s", why, waitLong)
+			t.Fatalf("/stats/summary: %s, node figures of %s after %s (want figures collected after %s with usageNanoCores > 0 while pod busy spins)",
+				why, s.Node.CPU.Time, waitLong, started)
 		}
 		time.Sleep(2 * time.Second)
 	}
@@ -233,6 +254,34 @@ func TestSummaryAPI(t *testing.T) {
 	}
 	_, why := summaryComplete(&s, ns)
 	t.Log(why)
+	// % Processor Time is at most 100 (all processors busy), so kubelet's rate is at most the
+	// node's processor count in cores (winstats convertCPUValue).
+	cores := node.Status.Capacity.Cpu().Value()
+	if n := *s.Node.CPU.UsageNanoCores; cores <= 0 || n > uint64(cores)*1e9 {
+		t.Errorf("the node's usageNanoCores %d: want at most its %d processors' %d", n, cores, uint64(cores)*1e9)
+	}
+	b, err := os.ReadFile(kubeletLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b[min(logStart, int64(len(b))):]), "\n") {
+		if strings.Contains(line, "perf counter data") {
+			t.Errorf("kubelet failed to read a performance counter while the pod ran: %s", line)
+		}
+	}
+}
+
+// fileSize is the size of the file at path, 0 if it does not exist yet.
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }
 
 // summaryComplete says whether s has the node's figures and the busy pod's two containers with

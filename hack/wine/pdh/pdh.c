@@ -31,6 +31,30 @@
  * PDH_CSTATUS_INVALID_DATA: "rate counters require two counter values", PdhCollectQueryData's
  * documentation); a query without counters collects PDH_NO_DATA.
  *
+ * Rates (% Processor Time and the /sec counters) are computed as PDH computes them, from the
+ * raw values of the query's last two collections: "PDH stores the raw counter values for the
+ * current and previous collection" (PdhCollectQueryData's documentation), so each query (kubelet
+ * opens one per counter, and collects each every 10 s) has its own interval. % Processor Time
+ * of _Total is the busy share of all processors over that interval, 0 to 100 whatever their
+ * number (PERF_100NSEC_TIMER_INV: 100 × (1 − idle time / elapsed time), averaged over the
+ * processors; capped at 100 unless PDH_FMT_NOCAP100), which is why kubelet multiplies it by
+ * its processor count (pkg/kubelet/winstats perfcounter_nodestats_windows.go, convertCPUValue).
+ * The busy time hcsemu reports never goes back (a process that exits keeps its time, as a
+ * processor's busy time on Windows does); a raw value that still goes back reads 0.
+ *
+ * PdhGetFormattedCounterArrayW gives every instance its own CStatus ("Always check the
+ * CStatus member of a counter value returned in the PDH structures", Microsoft's "Checking
+ * Counter Data Status Codes"): a wildcard counter whose query has two collections succeeds,
+ * and an instance without a value of its own (a network adapter first seen in the last
+ * collection: one raw value, no rate) is an item with PDH_CSTATUS_INVALID_DATA. Observed, not
+ * documented: Windows' clients read the array that way (telegraf's win_perf_counters keeps the
+ * items whose CStatus is PDH_CSTATUS_VALID_DATA or PDH_CSTATUS_NEW_DATA after ERROR_SUCCESS),
+ * and on Windows kubelet's node figures go on as containers' adapters come and go. Before, the
+ * whole array failed (PDH_INVALID_DATA), kubelet's collectMetricsData returned at its first
+ * failing network counter, so after each new pod the node's CPU, memory and network figures
+ * stood still for one 10-s period per adapter rate counter (four; 50 s observed), and the first
+ * CPU rate after that read 0.
+ *
  * Assumptions (Windows' answers not documented): the counters' types (lpdwType) are those
  * typeperf -q shows for them (PERF_100NSEC_TIMER_INV, PERF_COUNTER_LARGE_RAWCOUNT,
  * PERF_COUNTER_BULK_COUNT, PERF_COUNTER_COUNTER, PERF_COUNTER_RAWCOUNT); a wildcard counter's
@@ -608,7 +632,8 @@ __declspec(dllexport) PDH_STATUS WINAPI PdhGetFormattedCounterArrayW(HANDLE coun
 		LeaveCriticalSection(&mu);
 		return PDH_INVALID_HANDLE;
 	}
-	if (!c->q->cur.valid) {
+	/* No collection yet, or a rate with one: the counter itself has no value. */
+	if (!c->q->cur.valid || (c->def->kind != RAW && !c->q->prev.valid)) {
 		LeaveCriticalSection(&mu);
 		return PDH_INVALID_DATA;
 	}
@@ -621,14 +646,11 @@ __declspec(dllexport) PDH_STATUS WINAPI PdhGetFormattedCounterArrayW(HANDLE coun
 	} else {
 		names[n++] = c->instance != NULL ? c->instance : empty;
 	}
-	/* Every value must be there, as a whole array or nothing. */
-	for (i = 0; i < n; i++) {
-		status = value(c->q, c->def, names[i][0] == 0 ? NULL : names[i], fmt, &v);
-		if (status != PDH_CSTATUS_VALID_DATA) {
-			LeaveCriticalSection(&mu);
-			return PDH_INVALID_DATA;
-		}
-	}
+	/*
+	 * Each item carries its own CStatus and the call succeeds: an instance that has no value
+	 * (an adapter first seen in the last collection has one sample, so no rate yet) is an item
+	 * with PDH_CSTATUS_INVALID_DATA and 0, while the others keep theirs (see the file's comment).
+	 */
 	need = n * sizeof(PDH_FMT_COUNTERVALUE_ITEM_W);
 	for (i = 0; i < n; i++)
 		need += (DWORD)((wcslen(names[i]) + 1) * sizeof(WCHAR));

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -75,6 +76,12 @@ func (e *Engine) HostPerformance(ctx context.Context) (*wire.HostPerformance, er
 	if err != nil {
 		return nil, err
 	}
+	ledger := hostBusyLedger(e.cfg.Root)
+	// Held across the scan, so that two samples taken at once are applied in the order they
+	// were read and a process gone in between is not counted alive again.
+	ledger.mu.Lock()
+	defer ledger.mu.Unlock()
+	live := map[procID]uint64{}
 	for _, ent := range entries {
 		pid, err := strconv.Atoi(ent.Name())
 		if err != nil {
@@ -84,11 +91,14 @@ func (e *Engine) HostPerformance(ctx context.Context) (*wire.HostPerformance, er
 		if unix.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &ns) != nil || ns.Ino != host.Ino || ns.Dev != host.Dev {
 			continue
 		}
-		busy, private, swapped := procFigures(pid)
-		p.ProcessorBusyNs += busy
+		busy, private, swapped, start := procFigures(pid)
+		if start != 0 {
+			live[procID{pid, start}] = busy
+		}
 		p.WorkingSetPrivateBytes += private
 		p.CommittedBytes += private + swapped
 	}
+	p.ProcessorBusyNs += ledger.total(live)
 	h, err := netns.GetFromPath(hostPath)
 	if err != nil {
 		return nil, err
@@ -119,24 +129,79 @@ func (e *Engine) HostPerformance(ctx context.Context) (*wire.HostPerformance, er
 	return p, nil
 }
 
+// procID names one process over time: its pid and its start time (clock ticks after boot),
+// since a pid is reused.
+type procID struct {
+	pid   int
+	start uint64
+}
+
+// busyLedger keeps the processor time of the emulated host's own processes monotonic. On
+// Windows \Processor(_Total)\% Processor Time comes from the processors' idle time
+// (PERF_100NSEC_TIMER_INV), so a process that exits takes nothing back; a sum over the live
+// processes of the host's namespace fell by the time of every process that exited (under Wine
+// processes come and go: CNI plugins, a container's hcsemu hostns relays, …), and pdh.dll read
+// such an interval as 0. The ledger remembers each process's time at the last sample and,
+// once it is gone, keeps that time. Assumption: a process that lives less than one sampling
+// interval (kubelet's 10 s) between two samples is not seen at all; its time is missing, as
+// it is from any sum of what /proc shows.
+type busyLedger struct {
+	mu      sync.Mutex
+	live    map[procID]uint64 // busy ns of each process at the last sample
+	retired uint64            // busy ns of the processes gone since they were seen
+}
+
+// busyLedgers holds a ledger per emulated host (the engine's root): hcsemu serves one host,
+// tests start several in one process.
+var busyLedgers sync.Map
+
+func hostBusyLedger(root string) *busyLedger {
+	l, _ := busyLedgers.LoadOrStore(root, &busyLedger{})
+	return l.(*busyLedger)
+}
+
+// total takes this sample's live processes (their busy ns; mu held) and returns the host's
+// processor time: theirs and that of every process seen before and gone since. It never
+// decreases: a process's own time never goes back either.
+func (l *busyLedger) total(now map[procID]uint64) uint64 {
+	for id, busy := range l.live {
+		if _, ok := now[id]; !ok {
+			l.retired += busy
+		}
+	}
+	sum := l.retired
+	for id, busy := range now {
+		if prev := l.live[id]; busy < prev {
+			now[id] = prev
+			busy = prev
+		}
+		sum += busy
+	}
+	l.live = now
+	return sum
+}
+
 // procFigures reads a process's processor time (user and system, ns), private resident memory
-// (RssAnon) and swapped-out memory (VmSwap), in bytes; zeros for a process that is gone.
-func procFigures(pid int) (busyNs, private, swapped uint64) {
+// (RssAnon) and swapped-out memory (VmSwap), in bytes, and its start time (clock ticks after
+// boot); zeros for a process that is gone.
+func procFigures(pid int) (busyNs, private, swapped, start uint64) {
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
 		// The command name (field 2) may hold spaces and parentheses: fields count from
-		// the last ')'. utime and stime are fields 14 and 15, in USER_HZ ticks.
+		// the last ')'. utime and stime are fields 14 and 15, in USER_HZ ticks, starttime
+		// field 22 (proc(5)).
 		if i := strings.LastIndexByte(string(b), ')'); i >= 0 {
 			f := strings.Fields(string(b[i+1:]))
-			if len(f) > 12 {
+			if len(f) > 19 {
 				u, _ := strconv.ParseUint(f[11], 10, 64)
 				s, _ := strconv.ParseUint(f[12], 10, 64)
 				busyNs = (u + s) * (1_000_000_000 / userHZ)
+				start, _ = strconv.ParseUint(f[19], 10, 64)
 			}
 		}
 	}
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return busyNs, 0, 0
+		return busyNs, 0, 0, start
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -153,5 +218,5 @@ func procFigures(pid int) (busyNs, private, swapped uint64) {
 			swapped = kb << 10
 		}
 	}
-	return busyNs, private, swapped
+	return busyNs, private, swapped, start
 }

@@ -63,7 +63,7 @@ func TestHostPerformance(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	_, private, _ := procFigures(cmd.Process.Pid)
+	_, private, _, _ := procFigures(cmd.Process.Pid)
 	if private == 0 || after.WorkingSetPrivateBytes < private || after.CommittedBytes < after.WorkingSetPrivateBytes {
 		t.Errorf("working set %d, committed %d: want at least the spinning process's %d, committed ≥ working set", after.WorkingSetPrivateBytes, after.CommittedBytes, private)
 	}
@@ -81,5 +81,33 @@ func TestHostPerformance(t *testing.T) {
 	f := c.call(wire.MethodGetHostPerformance, map[string]any{"counter": "x"})
 	if f.HResult == 0 {
 		t.Errorf("GetHostPerformance with an unknown argument succeeded")
+	}
+}
+
+// TestBusyLedger: the host's processor time is the live processes' time plus that of the
+// processes gone since they were seen, so it never goes back when a process exits (Windows'
+// % Processor Time comes from idle time, which no exit changes), a reused pid is another
+// process, and a process's own figure that goes back is kept at its highest.
+func TestBusyLedger(t *testing.T) {
+	var l busyLedger
+	a, b, b2 := procID{10, 100}, procID{11, 101}, procID{11, 900}
+	for i, step := range []struct {
+		live map[procID]uint64
+		want uint64
+	}{
+		{map[procID]uint64{a: 5, b: 7}, 12},
+		{map[procID]uint64{a: 9, b: 8}, 17},
+		{map[procID]uint64{a: 10}, 18},        // b exited: its 8 stay
+		{map[procID]uint64{a: 10, b2: 3}, 21}, // pid 11 again, another process
+		{map[procID]uint64{a: 4, b2: 3}, 21},  // a's figure went back: kept at 10
+		{map[procID]uint64{}, 21},             // everything gone
+		{map[procID]uint64{procID{12, 1}: 1}, 22},
+	} {
+		if got := l.total(step.live); got != step.want {
+			t.Errorf("step %d: total %d, want %d", i, got, step.want)
+		}
+	}
+	if first, again := hostBusyLedger("/a"), hostBusyLedger("/a"); first != again || first == hostBusyLedger("/b") {
+		t.Error("want one ledger per emulated host's root")
 	}
 }
