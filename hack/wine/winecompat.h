@@ -35,4 +35,7 @@ BOOL winesymlink_clear_dangling(HANDLE dir);
 /* winesock_install gives Winsock AF_UNIX stream sockets (winesock.c). */
 BOOL winesock_install(void);
 
+/* winejob_install fills in the job object classes a HostProcess job needs (winejob.c). */
+BOOL winejob_install(void);
+
 #endif
