@@ -13,7 +13,7 @@
 #      computenetwork.dll, the stand-in HCN API, that forward to hcsemu over TCP
 #      (hack/wine/computecore/, hack/wine/vmcompute/, hack/wine/computenetwork/, and what they
 #      share in hack/wine/common/; see hack/wine/README.md)
-#   5. bindfltapi.dll, the stand-in bind filter API, which makes no mappings (hack/wine/bindfltapi/)
+#   5. bindfltapi.dll, the stand-in bind filter API, whose mappings hcsemu makes (hack/wine/bindfltapi/)
 #   6. pdh.dll, the stand-in performance counters kubelet reads, answered by hcsemu (hack/wine/pdh/);
 #      it replaces Wine's own pdh.dll in the prefix
 #   7. the DLLs copied into the prefix's drive_c/windows/system32
@@ -164,7 +164,7 @@ build_dll computecore.dll "${WINE_HACK}/computecore/computecore.c" "${WINE_HACK}
 build_dll vmcompute.dll "${WINE_HACK}/vmcompute/layers.c" "${WINE_HACK}/vmcompute/hns.c" "${WINE_HACK}/vmcompute/hcs.c" \
 	"${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" "${WINE_HACK}/common/hcn.c" -- -lws2_32 -lole32
-build_dll bindfltapi.dll "${WINE_HACK}/bindfltapi/bindfltapi.c"
+build_dll bindfltapi.dll "${WINE_HACK}/bindfltapi/bindfltapi.c" "${WINE_HACK}/common/json.c" "${WINE_HACK}/common/emu.c" -- -lws2_32
 build_dll computenetwork.dll "${WINE_HACK}/computenetwork/computenetwork.c" "${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" "${WINE_HACK}/common/hcn.c" -- -lws2_32 -lole32
 build_dll pdh.dll "${WINE_HACK}/pdh/pdh.c" "${WINE_HACK}/common/json.c" "${WINE_HACK}/common/emu.c" -- -lws2_32
