@@ -38,4 +38,8 @@ BOOL winesock_install(void);
 /* winejob_install fills in the job object classes a HostProcess job needs (winejob.c). */
 BOOL winejob_install(void);
 
+/* wineaccount_install makes NetLocalGroupGetInfo answer local groups only and LogonUserW log the
+ * service accounts on (wineaccount.c). */
+BOOL wineaccount_install(void);
+
 #endif
