@@ -37,9 +37,15 @@ func hostProcessPod(t *testing.T, name string) *runtimeapi.PodSandboxConfig {
 	return cfg
 }
 
+// hostProcessImage is the test image with the Windows build of its workload
+// (test/winnode HostProcessImage): a HostProcess container's processes run on the host, where
+// only Windows executables start.
+const hostProcessImage = "docker.io/runhcs/test-windows:latest"
+
 // hostProcessContainer is a HostProcess container running the image's workload with args.
 func hostProcessContainer(name string, args ...string) *runtimeapi.ContainerConfig {
 	cfg := containerConfig(name, args...)
+	cfg.Image = &runtimeapi.ImageSpec{Image: hostProcessImage}
 	cfg.Command[0] = hostProcessWorkload
 	cfg.Windows.SecurityContext.HostProcess = true
 	cfg.Windows.SecurityContext.RunAsUsername = hostProcessUser
@@ -60,7 +66,8 @@ func runHostProcess(t *testing.T, n *node, pod string, podCfg *runtimeapi.PodSan
 
 // TestHostProcess runs a HostProcess pod and its containers through CRI: the pod has the host's
 // network (its IP is not a pod IP), a container sees %CONTAINER_SANDBOX_MOUNT_POINT%, runs the
-// image's executable from below it, writes to a host path and sees the host's processes; after
+// image's executable and reads the image's files from below it, runs as each service account,
+// writes to a host path and sees the host's processes; after
 // RemovePodSandbox nothing of it is left: no mapping (mount), no process of its job.
 func TestHostProcess(t *testing.T) {
 	n := connect(t)
@@ -101,6 +108,22 @@ func TestHostProcess(t *testing.T) {
 	log := runHostProcess(t, n, pod, podCfg, envCfg)
 	if !strings.Contains(log, ` stdout F CONTAINER_SANDBOX_MOUNT_POINT=C:\hpc\`) {
 		t.Errorf("CRI log %q: want CONTAINER_SANDBOX_MOUNT_POINT=C:\\hpc\\<id>\\", log)
+	}
+
+	// The image's files, where %CONTAINER_SANDBOX_MOUNT_POINT% says (the shim expands it in
+	// the command line).
+	log = runHostProcess(t, n, pod, podCfg, hostProcessContainer("hpc-read", "read", `%CONTAINER_SANDBOX_MOUNT_POINT%\License.txt`))
+	if !strings.Contains(log, "runhcs test image") {
+		t.Errorf("the image's License.txt through %%CONTAINER_SANDBOX_MOUNT_POINT%%: log %q", log)
+	}
+
+	// The other service accounts log on too (a service logon each; no temporary account).
+	for _, user := range []string{`NT AUTHORITY\LOCAL SERVICE`, `NT AUTHORITY\NETWORK SERVICE`} {
+		cfg := hostProcessContainer("hpc-as-"+strings.ReplaceAll(strings.ToLower(user[len(`NT AUTHORITY\`):]), " ", "-"), "echo", "as "+user)
+		cfg.Windows.SecurityContext.RunAsUsername = user
+		if log := runHostProcess(t, n, pod, podCfg, cfg); !strings.Contains(log, "as "+user) {
+			t.Errorf("a container running as %s: log %q", user, log)
+		}
 	}
 
 	// A host path: the folder is the test's own, on the same Wine prefix as the node's processes.
