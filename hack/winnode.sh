@@ -87,6 +87,8 @@ up)
 	GOOS=windows CGO_ENABLED=0 go build -o "${dir}/bin/" ./cmd/containerd-shim-runhcs-v1 ./cmd/containerd-wcow-snapshotter
 	CGO_ENABLED=0 go build -o "${dir}/bin/" ./cmd/hcsemu ./test/winnode
 	CGO_ENABLED=0 go build -o "${dir}/bin/workload" ./test/workload
+	# The Windows build, for the image whose programs run on the host (HostProcess containers).
+	GOOS=windows CGO_ENABLED=0 go build -o "${dir}/bin/workload.exe" ./test/workload
 	cp "$(bash hack/tools.sh path "${exes[0]}")" "${dir}/bin/containerd.exe"
 	cp "$(bash hack/tools.sh path "${exes[1]}")" "${dir}/bin/ctr.exe"
 	for t in win-bridge.exe host-local.exe; do cp "$(bash hack/tools.sh path "${t}")" "${dir}/bin/"; done

@@ -4,7 +4,7 @@
 #
 #   1. Debian packages wine64 and gcc-mingw-w64-x86-64 (apt-get only if missing; needs root then)
 #   2. bcryptprimitives.dll built from hack/wine/bcryptprimitives.c, winecompat.c, winebackup.c,
-#      winepipe.c, winespawn.c, winesymlink.c, winesock.c and winepath.c (rebuilt when the source changes)
+#      winepipe.c, winespawn.c, winesymlink.c, winesock.c, winepath.c, winejob.c and wineaccount.c (rebuilt when the source changes)
 #   3. a private Wine prefix under ${RUNHCS_CACHE:-~/.cache/runhcs}/wine/KEY/prefix, one per version
 #      of hack/wine's sources (lib.sh; about 11 s the first time)
 #   3b. powershell.exe (hack/wine/powershell), over Wine's stub in the prefix
@@ -13,7 +13,7 @@
 #      computenetwork.dll, the stand-in HCN API, that forward to hcsemu over TCP
 #      (hack/wine/computecore/, hack/wine/vmcompute/, hack/wine/computenetwork/, and what they
 #      share in hack/wine/common/; see hack/wine/README.md)
-#   5. bindfltapi.dll, the stand-in bind filter API, which makes no mappings (hack/wine/bindfltapi/)
+#   5. bindfltapi.dll, the stand-in bind filter API, whose mappings hcsemu makes (hack/wine/bindfltapi/)
 #   6. pdh.dll, the stand-in performance counters kubelet reads, answered by hcsemu (hack/wine/pdh/);
 #      it replaces Wine's own pdh.dll in the prefix
 #   7. the DLLs copied into the prefix's drive_c/windows/system32
@@ -158,13 +158,13 @@ flock "${lockfd}"
 prune_other_keys
 build_dll bcryptprimitives.dll "${WINE_HACK}/bcryptprimitives.c" "${WINE_HACK}/winecompat.c" \
 	"${WINE_HACK}/winebackup.c" "${WINE_HACK}/winepipe.c" "${WINE_HACK}/winespawn.c" "${WINE_HACK}/winesymlink.c" \
-	"${WINE_HACK}/winesock.c" "${WINE_HACK}/winepath.c"
+	"${WINE_HACK}/winesock.c" "${WINE_HACK}/winepath.c" "${WINE_HACK}/winejob.c" "${WINE_HACK}/wineaccount.c"
 build_dll computecore.dll "${WINE_HACK}/computecore/computecore.c" "${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" -- -lws2_32
 build_dll vmcompute.dll "${WINE_HACK}/vmcompute/layers.c" "${WINE_HACK}/vmcompute/hns.c" "${WINE_HACK}/vmcompute/hcs.c" \
 	"${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" "${WINE_HACK}/common/hcn.c" -- -lws2_32 -lole32
-build_dll bindfltapi.dll "${WINE_HACK}/bindfltapi/bindfltapi.c"
+build_dll bindfltapi.dll "${WINE_HACK}/bindfltapi/bindfltapi.c" "${WINE_HACK}/common/json.c" "${WINE_HACK}/common/emu.c" -- -lws2_32
 build_dll computenetwork.dll "${WINE_HACK}/computenetwork/computenetwork.c" "${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" "${WINE_HACK}/common/hcn.c" -- -lws2_32 -lole32
 build_dll pdh.dll "${WINE_HACK}/pdh/pdh.c" "${WINE_HACK}/common/json.c" "${WINE_HACK}/common/emu.c" -- -lws2_32

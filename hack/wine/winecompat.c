@@ -224,5 +224,5 @@ BOOL winecompat_install(void)
 	real_set_information_file = (set_information_file_fn)(void *)(ntdll + *slot);
 	return winecompat_patch_export(ntdll, "NtSetInformationFile", (void *)compat_set_information_file) &&
 	       winebackup_install() && winepipe_install() && winespawn_install() && winesymlink_install() &&
-	       winesock_install() && winepath_install();
+	       winesock_install() && winepath_install() && winejob_install() && wineaccount_install();
 }

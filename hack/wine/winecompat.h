@@ -43,4 +43,11 @@ BOOL winesymlink_clear_dangling(HANDLE dir);
 /* winesock_install gives Winsock AF_UNIX stream sockets (winesock.c). */
 BOOL winesock_install(void);
 
+/* winejob_install fills in the job object classes a HostProcess job needs (winejob.c). */
+BOOL winejob_install(void);
+
+/* wineaccount_install makes NetLocalGroupGetInfo answer local groups only and LogonUserW log the
+ * service accounts on (wineaccount.c). */
+BOOL wineaccount_install(void);
+
 #endif

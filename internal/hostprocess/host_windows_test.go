@@ -101,3 +101,51 @@ func TestJobProcess(t *testing.T) {
 		t.Errorf("TerminateJob of no job: %v", err)
 	}
 }
+
+// TestLogonServiceAccounts: a HostProcess container's process runs as NT AUTHORITY\SYSTEM,
+// LOCAL SERVICE or NETWORK SERVICE through Logon (a service logon, no temporary account), and
+// an account that does not exist is refused naming it. Under Wine every service account is
+// Wine's one user (hack/wine/wineaccount.c); the logon and the process's start are what is
+// checked.
+func TestLogonServiceAccounts(t *testing.T) {
+	ctx := context.Background()
+	h, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := os.Getwd()
+	for i, user := range []string{`NT AUTHORITY\SYSTEM`, `NT AUTHORITY\LOCAL SERVICE`, `NT AUTHORITY\NETWORK SERVICE`} {
+		tok, err := h.Logon(ctx, user, "", false)
+		if err != nil {
+			t.Errorf("Logon %s: %v", user, err)
+			continue
+		}
+		job, err := h.CreateJob(ctx, fmt.Sprintf("runhcs-logon-%d-%d", os.Getpid(), i), Limits{})
+		if err != nil {
+			tok.Close()
+			t.Fatalf("CreateJob: %v", err)
+		}
+		p, err := job.Start(ctx, &ProcessSpec{CommandLine: `"` + exe + `" -test.run=^$`, Dir: dir,
+			Env: []string{"RUNHCS_HOSTPROCESS_HELPER=" + user}, Token: tok, Stdout: true})
+		if err != nil {
+			t.Errorf("Start as %s: %v", user, err)
+		} else {
+			_, out, _ := p.Stdio()
+			b, _ := io.ReadAll(out)
+			<-p.Exited()
+			if code, _ := p.ExitCode(); code != 3 || !strings.Contains(string(b), "helper:"+user) {
+				t.Errorf("as %s: output %q, exit code %d", user, b, code)
+			}
+			p.Close()
+		}
+		job.Close()
+		tok.Close()
+	}
+	if _, err := h.Logon(ctx, `runhcs-no-such-account`, "", false); err == nil || !strings.Contains(err.Error(), "runhcs-no-such-account") {
+		t.Errorf("Logon of an unknown account: %v, want an error naming it", err)
+	}
+}

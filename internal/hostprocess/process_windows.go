@@ -417,7 +417,7 @@ func findApplication(cmdline, dir, path string) (string, error) {
 		if c, ok := try(p); ok {
 			return c, nil
 		}
-		return "", fmt.Errorf("program %q of command line %q: %w", name, cmdline, os.ErrNotExist)
+		return "", fmt.Errorf("program %q of command line %q (looked for %s): %w", name, cmdline, p, os.ErrNotExist)
 	}
 	for _, d := range append([]string{dir}, filepath.SplitList(path)...) {
 		if d == "" {

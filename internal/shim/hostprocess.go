@@ -41,13 +41,21 @@ func (s *service) createJob(ctx context.Context, req *taskapi.CreateTaskRequest,
 			passed[k] = v
 		}
 	}
-	inherit := oci.HostProcessInheritUser(spec)
-	if spec.Annotations[oci.AnnotationContainerType] == "sandbox" {
-		// The pause process of a HostProcess pod is no workload, and its user is often the
-		// pause image's (ContainerUser), which no host has: it runs as the shim. (hcsshim runs
-		// nothing for such a sandbox: task_wcow_podsandbox.go.)
-		inherit = true
+	location, err := hostprocess.RootfsLocation(req.ID, spec.Annotations[oci.AnnotationHostProcessRootfsLocation])
+	if err != nil {
+		return fail(err)
 	}
+	if spec.Annotations[oci.AnnotationContainerType] == "sandbox" {
+		// A HostProcess pod's sandbox runs nothing (task.HostProcessSandbox): the pause image's
+		// program and user are no one's on the host. Its annotations, checked above, pass on.
+		return s.pod.CreateHostProcessSandbox(ctx, task.HostProcessSandboxConfig{
+			ID:             req.ID,
+			Bundle:         req.Bundle,
+			IO:             stdio.Config{Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, Terminal: req.Terminal},
+			PodAnnotations: passed,
+		})
+	}
+	inherit := oci.HostProcessInheritUser(spec)
 	if !inherit && spec.Process.User.Username == "" {
 		return fail(fmt.Errorf("process.user.username: empty; a HostProcess container runs as NT AUTHORITY\\SYSTEM, NT AUTHORITY\\LOCAL SERVICE, NT AUTHORITY\\NETWORK SERVICE, a local group or another account (Kubernetes: runAsUserName): %w", errdefs.ErrInvalidArgument))
 	}
@@ -67,10 +75,6 @@ func (s *service) createJob(ctx context.Context, req *taskapi.CreateTaskRequest,
 	}
 	if m := res.Memory; m != nil {
 		limits.MemoryBytes = m.SizeInMB * 1024 * 1024
-	}
-	location, err := hostprocess.RootfsLocation(req.ID, spec.Annotations[oci.AnnotationHostProcessRootfsLocation])
-	if err != nil {
-		return fail(err)
 	}
 	for i, m := range spec.Mounts {
 		if m.Source == "" || m.Destination == "" {
@@ -93,7 +97,5 @@ func (s *service) createJob(ctx context.Context, req *taskapi.CreateTaskRequest,
 		Limits:      limits,
 		Location:    location,
 		InheritUser: inherit,
-		// Read from a pod's sandbox only (pod.HostProcessPodAnnotations).
-		PodAnnotations: passed,
 	})
 }

@@ -496,3 +496,86 @@ func TestHostProcessPodAnnotations(t *testing.T) {
 		t.Errorf("token of %q, want LOCAL SERVICE", u)
 	}
 }
+
+// TestHostProcessSandbox: a HostProcess pod's sandbox runs nothing and holds nothing (hcsshim's
+// wcowPodSandboxTask for a job-container pod): no job, binding, account, mount or compute
+// system; pid 0; no exec, no update, empty statistics; a kill ends it with 0, and delete (or
+// the delete action after a killed shim) leaves no state.
+func TestHostProcessSandbox(t *testing.T) {
+	h, jobs := hostProcessHarness(t)
+	ctx := context.Background()
+	sb := hpcSpec("ContainerUser") // the pause image's user, which no host has
+	sb.Process.Args = []string{`C:\pause.exe`}
+	sb.Annotations[oci.AnnotationContainerType], sb.Annotations[oci.AnnotationSandboxID] = "sandbox", "hpod"
+	req := h.bundle("hpod", sb)
+	if _, err := h.svc.Create(ctx, req); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if nj, nb, na, nt := jobs.left(); nj+nb+na+nt != 0 || h.layers.count() != 0 || h.host.system("hpod") != nil {
+		t.Fatalf("the sandbox holds jobs %d, bindings %d, accounts %d, tokens %d, mounts %d, system %v",
+			nj, nb, na, nt, h.layers.count(), h.host.system("hpod") != nil)
+	}
+	start, err := h.svc.Start(ctx, &taskapi.StartRequest{ID: "hpod"})
+	if err != nil || start.Pid != 0 {
+		t.Fatalf("Start = %v, %v; want pid 0", start, err)
+	}
+	if _, err := h.svc.Exec(ctx, &taskapi.ExecProcessRequest{ID: "hpod", ExecID: "e1", Spec: anyOf(t, &specs.Process{Args: []string{"cmd.exe"}, Cwd: `C:\`})}); !errdefs.IsNotImplemented(err) {
+		t.Errorf("Exec: %v, want not implemented", err)
+	}
+	mem := uint64(64 << 20)
+	if _, err := h.svc.Update(ctx, &taskapi.UpdateTaskRequest{ID: "hpod", Resources: anyOf(t, &specs.WindowsResources{Memory: &specs.WindowsMemoryResources{Limit: &mem}})}); !errdefs.IsNotImplemented(err) {
+		t.Errorf("Update: %v, want not implemented", err)
+	}
+	st, err := h.svc.Stats(ctx, &taskapi.StatsRequest{ID: "hpod"})
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	if v, err := typeurl.UnmarshalAny(st.Stats); err != nil || v.(*stats.Statistics).GetWindows() != nil || v.(*stats.Statistics).GetVm() != nil {
+		t.Errorf("Stats = %v, %v; want empty", v, err)
+	}
+	if pids, err := h.svc.Pids(ctx, &taskapi.PidsRequest{ID: "hpod"}); err != nil || len(pids.Processes) != 1 || pids.Processes[0].Pid != 0 {
+		t.Errorf("Pids = %v, %v; want pid 0 only", pids, err)
+	}
+	// Its container joins it; a process-isolated container may not.
+	c := hpcSpec(`NT AUTHORITY\SYSTEM`)
+	c.Annotations[oci.AnnotationContainerType], c.Annotations[oci.AnnotationSandboxID] = "container", "hpod"
+	if _, err := h.svc.Create(ctx, h.bundle("c1", c)); err != nil {
+		t.Fatalf("Create a container of the pod: %v", err)
+	}
+	plain := testSpec()
+	plain.Annotations = map[string]string{oci.AnnotationContainerType: "container", oci.AnnotationSandboxID: "hpod"}
+	if _, err := h.svc.Create(ctx, h.bundle("c2", plain)); !errdefs.IsFailedPrecondition(err) {
+		t.Errorf("a process-isolated container in the HostProcess pod: %v, want failed precondition", err)
+	}
+	if _, err := h.svc.Delete(ctx, &taskapi.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := h.svc.Kill(ctx, &taskapi.KillRequest{ID: "hpod", Signal: 15}); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	w, err := h.svc.Wait(ctx, &taskapi.WaitRequest{ID: "hpod"})
+	if err != nil || w.ExitStatus != 0 {
+		t.Fatalf("Wait = %v, %v; want exit 0", w, err)
+	}
+	if _, err := h.svc.Delete(ctx, &taskapi.DeleteRequest{ID: "hpod"}); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(req.Bundle, task.StateFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Error("state left in the bundle")
+	}
+
+	// A second sandbox, left by a killed shim: the delete action removes its state.
+	sb.Annotations[oci.AnnotationSandboxID] = "hpod2"
+	req2 := h.bundle("hpod2", sb)
+	if _, err := h.svc.Create(ctx, req2); err != nil {
+		t.Fatal(err)
+	}
+	deps := task.Deps{Host: h.host, Mounter: h.layers, HostProcess: h.svc.deps.HostProcess}
+	if pid, err := task.Cleanup(ctx, deps, "hpod2", req2.Bundle); err != nil || pid != 0 {
+		t.Errorf("delete action: pid %d, %v", pid, err)
+	}
+	if _, err := os.Stat(filepath.Join(req2.Bundle, task.StateFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Error("the delete action left the state in the bundle")
+	}
+}

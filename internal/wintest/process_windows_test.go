@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(dialEnv); addr != "" {
 		os.Exit(dialAndHang(addr))
 	}
+	if os.Getenv(spinHelperEnv) == "1" {
+		os.Exit(spinUntilCounted())
+	}
 	if os.Getenv(spawnHelperEnv) == "1" {
 		os.Exit(spawnOnce())
 	}

@@ -42,6 +42,11 @@ var (
 	// process-isolation build rule (test/cri TestImageBuildRule).
 	OtherBuildImage      = "runhcs/test-ltsc2019:latest"
 	UndeclaredBuildImage = "runhcs/test-ltsc2019-undeclared:latest"
+	// HostProcessImage is TestImage with the Windows build of its workload. The other images
+	// carry the Linux build, since hcsemu runs a container's processes as Linux processes; a
+	// HostProcess container's processes run on the host, under the node's Wine, which starts
+	// Windows executables only, as Windows does.
+	HostProcessImage = "runhcs/test-windows:latest"
 )
 
 // otherBuild is OtherBuildImage's Windows build.
@@ -83,6 +88,11 @@ func (n *node) startRegistry(ctx context.Context) (string, error) {
 	undeclared := image.Default(workload)
 	undeclared.OSVersion = ""
 	undeclared.Layers = other.Layers
+	workloadPE, err := os.ReadFile(filepath.Join(n.bin, "workload.exe"))
+	if err != nil {
+		return "", err
+	}
+	hostProcess := image.Default(workloadPE)
 	// The push dials in the host namespace, as every client of the registry does.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = func(ctx context.Context, network, a string) (net.Conn, error) {
@@ -93,7 +103,7 @@ func (n *node) startRegistry(ctx context.Context) (string, error) {
 		})
 		return c, err
 	}
-	for repo, img := range map[string]*image.Image{TestImage: test, PauseImage: pause, UserImage: user, OtherBuildImage: other, UndeclaredBuildImage: undeclared} {
+	for repo, img := range map[string]*image.Image{TestImage: test, PauseImage: pause, UserImage: user, OtherBuildImage: other, UndeclaredBuildImage: undeclared, HostProcessImage: hostProcess} {
 		// OtherBuildImage is an index, as Microsoft publishes its images: its manifest's
 		// descriptor carries the platform containerd matches at pull time.
 		if err := push(ctx, tr, addr+"/"+repo, img, repo == OtherBuildImage); err != nil {

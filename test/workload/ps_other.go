@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !windows
 
 package main
 
@@ -7,7 +7,8 @@ import (
 	"io"
 )
 
-// ps is Linux-only: the workload lists processes only where hcsemu runs it.
+// ps lists processes on Linux (where hcsemu runs the workload) and Windows (a HostProcess
+// container runs its Windows build on the host).
 func ps(io.Writer) error { return errors.New("ps: not supported on this platform") }
 
 func listProcesses() ([]proc, error) {

@@ -37,7 +37,9 @@ type Filter struct {
 
 	mu     sync.Mutex
 	layers map[string]*activeLayer // by layer folder
-	closed bool
+	// bindings are the bind filter's mappings, by root (bind_linux.go).
+	bindings map[string]*bindMapping
+	closed   bool
 }
 
 // activeLayer is one activated layer; it is also the record written to disk.
@@ -69,7 +71,7 @@ func (l *activeLayer) diskFS() string {
 const ScratchDisk = "sandbox.vhdx"
 
 func New(ctx context.Context, root string) (*Filter, error) {
-	f := &Filter{dir: layout.VolumesDir(root), layers: map[string]*activeLayer{}}
+	f := &Filter{dir: layout.VolumesDir(root), layers: map[string]*activeLayer{}, bindings: map[string]*bindMapping{}}
 	if err := os.MkdirAll(f.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", f.dir, err)
 	}
@@ -508,6 +510,9 @@ func (f *Filter) Close(ctx context.Context) error {
 	defer f.mu.Unlock()
 	f.closed = true
 	var errs []error
+	if err := f.closeBindings(); err != nil {
+		errs = append(errs, err)
+	}
 	for p, l := range f.layers {
 		if err := f.detach(l); err != nil {
 			errs = append(errs, fmt.Errorf("detaching layer %s: %w", p, err))

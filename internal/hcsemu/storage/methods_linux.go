@@ -44,6 +44,12 @@ func Methods(f *Filter) map[string]dispatch.Method {
 		wire.MethodCopyLayer:   notEmulatedMethod(wire.MethodCopyLayer),
 		wire.MethodImportLayer: layerMethod(f, (*Filter).Import),
 		wire.MethodExportLayer: layerMethod(f, (*Filter).Export),
+		wire.MethodBindSetup: dispatch.WithArgs(func(ctx context.Context, _ dispatch.Subscriber, a wire.BindArgs) (dispatch.Answer, error) {
+			return dispatch.Answer{}, f.BindSetup(ctx, a)
+		}),
+		wire.MethodBindRemove: dispatch.WithArgs(func(ctx context.Context, _ dispatch.Subscriber, a wire.BindArgs) (dispatch.Answer, error) {
+			return dispatch.Answer{}, f.BindRemove(ctx, a)
+		}),
 	}
 }
 

@@ -83,3 +83,20 @@ type GrantVmAccessArgs struct {
 type BaseImagesReply struct {
 	Document string `json:"document"`
 }
+
+// The bind filter's methods (bindfltapi.dll's BfSetupFilter and BfRemoveMapping, served by the
+// storage filter: hack/wine/bindfltapi).
+const (
+	MethodBindSetup  = "BindSetup"
+	MethodBindRemove = "BindRemove"
+)
+
+// BindArgs are the args of MethodBindSetup and MethodBindRemove: Root the virtualization root
+// (a Linux path, the caller's Windows path as Wine maps it), Target what appears there (a
+// volume path \\?\Volume{GUID}\ of the storage filter, or a Linux folder; BindSetup only),
+// ReadOnly the mapping's BINDFLT_FLAG_READ_ONLY_MAPPING.
+type BindArgs struct {
+	Root     string `json:"root"`
+	Target   string `json:"target,omitempty"`
+	ReadOnly bool   `json:"readOnly,omitempty"`
+}

@@ -138,7 +138,7 @@ func (p *Pod) CreateContainer(ctx context.Context, sandboxID string, c task.Conf
 }
 
 // CreateJobContainer creates a HostProcess container (a job container) of the pod sandboxID
-// ("" outside a pod); a pod whose sandbox is one is a HostProcess pod.
+// ("" outside a pod).
 func (p *Pod) CreateJobContainer(ctx context.Context, sandboxID string, c task.JobConfig) (*task.JobContainer, error) {
 	if err := p.refuseHostProcessMix(c.ID, sandboxID, true); err != nil {
 		return nil, err
@@ -146,13 +146,19 @@ func (p *Pod) CreateJobContainer(ctx context.Context, sandboxID string, c task.J
 	return task.CreateJob(ctx, *p.deps, c)
 }
 
+// CreateHostProcessSandbox creates a HostProcess pod's sandbox, which makes the pod a
+// HostProcess pod: every container that joins it must be a HostProcess container.
+func (p *Pod) CreateHostProcessSandbox(ctx context.Context, c task.HostProcessSandboxConfig) (*task.HostProcessSandbox, error) {
+	return task.CreateHostProcessSandbox(ctx, *p.deps, c)
+}
+
 // HostProcessPodAnnotations returns the annotations the HostProcess pod sandboxID passes to its
-// containers (task.JobContainer.PodAnnotations); nil when this shim serves no such pod.
+// containers (task.HostProcessSandbox.PodAnnotations); nil when this shim serves no such pod.
 func (p *Pod) HostProcessPodAnnotations(sandboxID string) map[string]string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if jc, ok := p.tasks[sandboxID].(*task.JobContainer); ok {
-		return jc.PodAnnotations()
+	if sb, ok := p.tasks[sandboxID].(*task.HostProcessSandbox); ok {
+		return sb.PodAnnotations()
 	}
 	return nil
 }
@@ -174,7 +180,7 @@ func (p *Pod) refuseHostProcessMix(id, sandboxID string, hostProcess bool) error
 	if !known {
 		return nil
 	}
-	_, podIsHostProcess := sb.(*task.JobContainer)
+	_, podIsHostProcess := sb.(*task.HostProcessSandbox)
 	switch {
 	case hostProcess && !podIsHostProcess:
 		return fmt.Errorf("task %s: annotation %s=\"true\", but its pod %s is not a HostProcess pod (its sandbox lacks the annotation): %w",

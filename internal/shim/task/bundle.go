@@ -46,6 +46,9 @@ type bundleState struct {
 	// Job is a HostProcess container's job, bindings and temporary account (jobcontainer.go),
 	// each recorded before it exists.
 	Job *jobRecord `json:"job,omitempty"`
+	// HostProcessSandbox: the task is a HostProcess pod's sandbox (hostprocesssandbox.go),
+	// which holds nothing; there is no compute system to end.
+	HostProcessSandbox bool `json:"hostProcessSandbox,omitempty"`
 }
 
 // recordInitPid adds the started init process's pid to the bundle's state.
@@ -257,6 +260,9 @@ func Cleanup(ctx context.Context, deps Deps, id, bundle string) (initPid uint32,
 			}
 			// No compute system: the job is ended by name.
 			r.systemID, r.job = "", &jobResources{host: host, rec: *st.Job}
+		}
+		if st.HostProcessSandbox {
+			r.systemID = ""
 		}
 		initPid = st.InitPid
 	} else if spec, err := ReadSpec(bundle); err == nil && spec.Windows != nil {

@@ -1,10 +1,11 @@
 // Package task owns the lifecycle of a shim's tasks and of their processes: the state
 // machines, the locks that guard them, and the HCS calls and events that go with each
-// transition. A task is one of five kinds, each its own type behind the one Task interface
+// transition. A task is one of six kinds, each its own type behind the one Task interface
 // (after hcsshim's shimTask): Container (process-isolated), HostedContainer (a container of a
 // Hyper-V pod, in the pod's utility VM), VMSandbox (a Hyper-V pod's sandbox, which is the pod's
-// utility VM), Standalone (a Hyper-V task outside a pod, in a VM of its own) and JobContainer
-// (a HostProcess container: a job object on the host, internal/hostprocess). The pod that
+// utility VM), Standalone (a Hyper-V task outside a pod, in a VM of its own), JobContainer
+// (a HostProcess container: a job object on the host, internal/hostprocess) and
+// HostProcessSandbox (a HostProcess pod's sandbox, which runs nothing). The pod that
 // chooses the kind and hands a hosted container its VM is internal/shim/pod. The shim's task
 // service (internal/shim) translates RPCs into calls of Task's methods (Start, Kill, Delete,
 // Process(id).Wait, …) and never sees a lock, a state or a kind; the compiler keeps it out, as
@@ -34,8 +35,14 @@
 //     release; a hosted container never stops its pod's VM, a standalone task owns its VM and
 //     stops it last; the VM's exit ends every process of the task with one TaskExit each.
 //   - vmsandbox.go: VMSandbox, a Hyper-V pod's sandbox: the pod's utility VM (internal/uvm),
-//     which it owns and networks; its init is the VM's life (vmInit: pid 0, a kill stops the
+//     which it owns and networks; its init is the VM's life (sandboxInit: pid 0, a kill stops the
 //     VM), not a process; its Update resizes the VM and its stats are the VM's.
+//   - sandboxinit.go: sandboxInit, the init of a sandbox that is no process (hcsshim's
+//     wcowPodSandboxExec): pid 0, its exit when its life ends (a VM's stop, or a kill).
+//   - hostprocesssandbox.go: HostProcessSandbox, a HostProcess pod's sandbox: no job, no files,
+//     no process (a pod with the host's network has nothing for a sandbox to hold, and the
+//     pause image's program would run on the host as no one's); it carries the pod's
+//     HostProcess annotations to its containers.
 //   - bundle.go: what a task records in its bundle for the delete action, and release, the one
 //     path that ends what a task holds (terminate the compute system, a gone one being fine;
 //     unmount the layers; remove the HNS namespace and the Container Credential Guard instance

@@ -31,9 +31,6 @@ type JobConfig struct {
 	// InheritUser runs the processes with the shim's own token
 	// (microsoft.com/hostprocess-inherit-user).
 	InheritUser bool
-	// PodAnnotations are the annotations of a pod's sandbox that its containers inherit
-	// (PodAnnotations).
-	PodAnnotations map[string]string
 }
 
 // jobRecord is what a HostProcess container leaves in its bundle state for the delete action
@@ -79,16 +76,7 @@ func (r *jobResources) release(ctx context.Context) []error {
 // jobSystem, which answers as a compute system would.
 type JobContainer struct {
 	systemTask
-	podAnnotations map[string]string
 }
-
-// PodAnnotations are the HostProcess annotations this container, as a pod's sandbox, passes to
-// the pod's containers that do not set them (hcsshim's pod.go passes
-// microsoft.com/hostprocess-inherit-user and …-rootfs-location through the same way, since
-// Kubernetes gives annotations to the sandbox only).
-func (t *JobContainer) PodAnnotations() map[string]string { return t.podAnnotations }
-
-var _ Task = (*JobContainer)(nil)
 
 // afterInitExit ends the container with its init process, as systemTask's does, ending the
 // job itself rather than asking HCS.
@@ -202,7 +190,7 @@ func CreateJob(ctx context.Context, deps Deps, c JobConfig) (_ *JobContainer, re
 		return nil, err
 	}
 
-	t := &JobContainer{systemTask: newSystemTask(deps, Config{ID: c.ID, Bundle: c.Bundle}, sys, acquired), podAnnotations: c.PodAnnotations}
+	t := &JobContainer{systemTask: newSystemTask(deps, Config{ID: c.ID, Bundle: c.Bundle}, sys, acquired)}
 	t.init = newProcess(t, "", c.Process, c.IO)
 	log.G(ctx).WithFields(log.Fields{"task": c.ID, "job": hostprocess.JobName(c.ID), "location": c.Location}).Info("HostProcess container created")
 	return t, nil

@@ -43,10 +43,7 @@ type proc interface {
 	logger(ctx context.Context) *log.Entry
 }
 
-var (
-	_ proc = (*Process)(nil)
-	_ proc = (*vmInit)(nil)
-)
+var _ proc = (*Process)(nil)
 
 // life is the lifecycle every process shares, whatever runs it: its state (state.go), its pid
 // and exit, and the one TaskExit. mu guards it (and what the process embedding it adds); every

@@ -26,7 +26,8 @@ const execsExitTimeout = 30 * time.Second
 // Task is one task of a shim, of any kind: a process-isolated container (Container), a
 // container hosted in its pod's utility VM (HostedContainer), a Hyper-V pod's sandbox, which is
 // the pod's utility VM (VMSandbox), a Hyper-V task outside a pod, a container in a VM of its
-// own (Standalone), or a HostProcess container, a job object on the host (JobContainer). The
+// own (Standalone), a HostProcess container, a job object on the host (JobContainer), or a
+// HostProcess pod's sandbox, which runs nothing (HostProcessSandbox). The
 // task service calls these methods and nothing else; each kind answers them for what it is, so
 // no caller asks which kind a task is. A new kind (a sandbox-API VM sandbox) is a new type that
 // implements Task.
@@ -64,6 +65,8 @@ var (
 	_ Task = (*HostedContainer)(nil)
 	_ Task = (*Standalone)(nil)
 	_ Task = (*VMSandbox)(nil)
+	_ Task = (*JobContainer)(nil)
+	_ Task = (*HostProcessSandbox)(nil)
 )
 
 // base is what every kind of task shares: its identity, its init process and its execs, and

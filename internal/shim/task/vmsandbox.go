@@ -18,8 +18,8 @@ import (
 )
 
 // A Hyper-V pod's sandbox task (hcsshim's model, task_wcow_podsandbox.go) is not a container
-// but the pod's utility VM: its init is the VM's life (pid 0, running from Start until the VM
-// stops; a kill stops the VM), its statistics the VM's, its Update a resize of the VM. Unlike
+// but the pod's utility VM: its init is the VM's life (sandboxInit: pid 0, running from Start
+// until the VM stops; a kill stops the VM), its statistics the VM's, its Update a resize of the VM. Unlike
 // hcsshim's, it takes execs: they run in its own container in the VM (sandboxexec.go).
 
 // SandboxConfig is a Hyper-V pod's sandbox task to create: its utility VM.
@@ -81,7 +81,12 @@ func CreateVMSandbox(ctx context.Context, deps Deps, c SandboxConfig) (_ *VMSand
 		return nil, fmt.Errorf("task %s: %w", c.ID, err)
 	}
 	t := &VMSandbox{base: newBase(deps, c.ID, c.Bundle), vm: vm, vmSys: uh.sys, res: acquired}
-	t.init = newVMInit(t, c.IO)
+	t.init = newSandboxInit(deps, c.ID, c.IO, sandboxLife{
+		what:  "the sandbox of a Hyper-V pod",
+		ended: vm.Exited(),
+		stop:  vm.Terminate,
+		after: t.afterInitExit,
+	})
 	if c.Container != nil {
 		t.ctr = &sandboxContainer{cfg: *c.Container, scratchDisk: c.ScratchDisk, vm: vm}
 	}
@@ -254,121 +259,4 @@ func (t *VMSandbox) ShareInVM(ctx context.Context, hostPath, guestPath string, r
 	cctx, cancel := context.WithTimeout(ctx, HCSCallTimeout)
 	defer cancel()
 	return t.vm.Share(cctx, hostPath, guestPath, readOnly)
-}
-
-// vmInit is a VM sandbox's init: the VM's life, not a process in it. Start commits running
-// with pid 0 (the VM already runs: CreateVMSandbox started it); the exit is the VM's, 0 when
-// the sandbox was killed, 1 when the VM ended by itself (as hcsshim force-exits the sandbox
-// init with 1 when its host exits); a kill stops the VM (hcsshim's wcowPodSandboxTask: killing
-// the sandbox init closes the host). Its stdio, if containerd gave any, is opened and closed at
-// the exit, carrying nothing.
-type vmInit struct {
-	life
-	sb *VMSandbox
-	io stdio.Config
-
-	relay  *stdio.Relay // guarded by mu
-	killed bool         // guarded by mu
-}
-
-func newVMInit(sb *VMSandbox, io stdio.Config) *vmInit {
-	p := &vmInit{sb: sb, io: io}
-	p.life.init(sb.deps.Events, sb.id, sb.id)
-	return p
-}
-
-func (p *vmInit) ID() string       { return p.sb.id }
-func (p *vmInit) IO() stdio.Config { return p.io }
-
-func (p *vmInit) start(ctx context.Context) (uint32, error) {
-	p.mu.Lock()
-	err := p.transition(procState.start)
-	p.mu.Unlock()
-	if err != nil {
-		return 0, err
-	}
-	up, err := stdio.Open(ctx, p.sb.deps.Namespace, p.ID(), p.io)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err != nil {
-		if serr := p.transition(procState.startFailed); serr != nil {
-			p.logger(ctx).WithError(serr).Debug("start failed after the sandbox left starting")
-		}
-		return 0, fmt.Errorf("stdio of %s: %w", p.ID(), err)
-	}
-	sctx := p.sb.deps.Ctx
-	relay := stdio.NewRelay(log.WithLogger(sctx, p.logger(sctx)), up, stdio.Process{})
-	if err := p.transition(procState.started); err != nil {
-		// Killed while starting: it must not run.
-		relay.Abort()
-		relay.Close()
-		return 0, fmt.Errorf("start %s: %w", p.ID(), err)
-	}
-	p.relay = relay
-	return 0, nil
-}
-
-func (p *vmInit) watch(ctx context.Context, beforeExit func(context.Context)) {
-	<-p.sb.vm.Exited()
-	exitedAt := time.Now()
-	p.mu.Lock()
-	code, relay := uint32(exitCodeKilledCreated), p.relay
-	if p.killed {
-		code = 0
-	}
-	p.mu.Unlock()
-	if beforeExit != nil {
-		beforeExit(ctx)
-	}
-	if relay != nil {
-		relay.Abort()
-		relay.Close()
-	}
-	p.recordExit(ctx, code, exitedAt)
-}
-
-func (p *vmInit) kill(ctx context.Context, sig uint32) error {
-	if _, err := signalAction(sig); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	neverRan, err := p.state.kill()
-	if err == nil && !neverRan {
-		p.killed = true
-	}
-	p.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("kill %s: %w", p.ID(), err)
-	}
-	if neverRan {
-		p.recordExit(ctx, exitCodeKilledCreated, time.Now())
-		p.sb.afterInitExit(ctx)
-		return nil
-	}
-	// Any signal stops the VM: there is no process to deliver it to.
-	cctx, cancel := context.WithTimeout(ctx, p.sb.deps.callTimeout())
-	defer cancel()
-	return p.sb.vm.Terminate(cctx)
-}
-
-// Resize: the sandbox has no console.
-func (p *vmInit) Resize(ctx context.Context, width, height uint32) error {
-	p.mu.Lock()
-	use, err := p.state.console()
-	p.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("resize console of %s: %w", p.ID(), err)
-	}
-	if !use {
-		return nil
-	}
-	return fmt.Errorf("resize console of %s: the sandbox of a Hyper-V pod has no console: %w", p.ID(), errdefs.ErrFailedPrecondition)
-}
-
-// CloseStdin: the sandbox reads no input; there is nothing to close.
-func (p *vmInit) CloseStdin() error {
-	p.mu.Lock()
-	_, err := p.state.closeStdin()
-	p.mu.Unlock()
-	return err
 }

@@ -1,0 +1,143 @@
+package wintest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+)
+
+// The job object classes of a HostProcess container's job (internal/hostprocess) that Wine 8
+// lacks and hack/wine/winejob.c fills in. The tests hold for Windows too.
+
+// spinHelperEnv makes the test binary, started by TestJobAccounting, use processor time until
+// its own user time is counted, say "ready" and wait for its stdin to close.
+const spinHelperEnv = "RUNHCS_WINTEST_SPIN_HELPER"
+
+// spinUntilCounted is the helper.
+func spinUntilCounted() int {
+	var created, exited, kernel, user windows.Filetime
+	x := uint64(1)
+	for user.LowDateTime == 0 && user.HighDateTime == 0 {
+		for i := 0; i < 1_000_000; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+		if err := windows.GetProcessTimes(windows.CurrentProcess(), &created, &exited, &kernel, &user); err != nil {
+			fmt.Println("GetProcessTimes:", err)
+			return 1
+		}
+	}
+	fmt.Println("ready", x&1)
+	bufio.NewReader(os.Stdin).ReadString('\n')
+	return 0
+}
+
+// basicAndIOAccounting is JOBOBJECT_BASIC_AND_IO_ACCOUNTING_INFORMATION.
+type basicAndIOAccounting struct {
+	BasicInfo struct {
+		TotalUserTime, TotalKernelTime, ThisPeriodTotalUserTime, ThisPeriodTotalKernelTime int64
+		TotalPageFaultCount, TotalProcesses, ActiveProcesses, TotalTerminatedProcesses     uint32
+	}
+	IoInfo windows.IO_COUNTERS
+}
+
+const (
+	classBasicAndIoAccounting = 8
+	classCPURateControl       = 15
+)
+
+func newJob(t *testing.T) windows.Handle {
+	t.Helper()
+	job, err := windows.CreateJobObject(nil, nil)
+	if err != nil {
+		t.Fatalf("CreateJobObject: %v", err)
+	}
+	t.Cleanup(func() { windows.CloseHandle(job) })
+	return job
+}
+
+// TestJobAccounting: QueryInformationJobObject(JobObjectBasicAndIoAccountingInformation) gives a
+// job's processor time and process counts (Wine 8: ERROR_INVALID_FUNCTION; winejob.c computes it
+// from the job's live processes), and refuses a short buffer with ERROR_BAD_LENGTH.
+func TestJobAccounting(t *testing.T) {
+	job := newJob(t)
+	var acct basicAndIOAccounting
+	if err := windows.QueryInformationJobObject(job, classBasicAndIoAccounting, uintptr(unsafe.Pointer(&acct)), uint32(unsafe.Sizeof(acct)), nil); err != nil {
+		t.Fatalf("accounting of an empty job: %v", err)
+	}
+	if acct.BasicInfo.ActiveProcesses != 0 {
+		t.Errorf("an empty job: %d active processes", acct.BasicInfo.ActiveProcesses)
+	}
+	if err := windows.QueryInformationJobObject(job, classBasicAndIoAccounting, uintptr(unsafe.Pointer(&acct)), 8, nil); !errors.Is(err, windows.ERROR_BAD_LENGTH) {
+		t.Errorf("accounting into 8 bytes: %v, want ERROR_BAD_LENGTH", err)
+	}
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), spinHelperEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	p, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(cmd.Process.Pid))
+	if err != nil {
+		t.Fatalf("OpenProcess: %v", err)
+	}
+	defer windows.CloseHandle(p)
+	if err := windows.AssignProcessToJobObject(job, p); err != nil {
+		t.Fatalf("AssignProcessToJobObject: %v", err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || len(line) < 5 || line[:5] != "ready" {
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	if err := windows.QueryInformationJobObject(job, classBasicAndIoAccounting, uintptr(unsafe.Pointer(&acct)), uint32(unsafe.Sizeof(acct)), nil); err != nil {
+		t.Fatalf("accounting of a job with a process: %v", err)
+	}
+	if acct.BasicInfo.ActiveProcesses != 1 || acct.BasicInfo.TotalProcesses < 1 || acct.BasicInfo.TotalUserTime <= 0 {
+		t.Errorf("accounting of a job whose one process has used processor time: %+v", acct.BasicInfo)
+	}
+
+	if err := windows.QueryInformationJobObject(windows.CurrentProcess(), classBasicAndIoAccounting, uintptr(unsafe.Pointer(&acct)), uint32(unsafe.Sizeof(acct)), nil); err == nil {
+		t.Errorf("accounting of a process handle: no error")
+	}
+}
+
+// TestJobCPURateControl: SetInformationJobObject(JobObjectCpuRateControlInformation) takes the
+// documented values of JOBOBJECT_CPU_RATE_CONTROL_INFORMATION (a hard cap or rate of 1..10000,
+// a weight of 1..9, 0 to turn control off) and refuses others with ERROR_INVALID_PARAMETER
+// (Wine 8 refused all of them; winejob.c accepts the valid ones without enforcing them).
+func TestJobCPURateControl(t *testing.T) {
+	job := newJob(t)
+	type rate struct{ flags, value uint32 }
+	set := func(h windows.Handle, r rate) error {
+		_, err := windows.SetInformationJobObject(h, classCPURateControl, uintptr(unsafe.Pointer(&r)), uint32(unsafe.Sizeof(r)))
+		return err
+	}
+	for _, r := range []rate{{0x1 | 0x4, 5000}, {0x1 | 0x4, 10000}, {0x1 | 0x2, 1}, {0x1 | 0x2, 9}, {0x1, 2500}, {0, 0}} {
+		if err := set(job, r); err != nil {
+			t.Errorf("CPU rate control %+v: %v", r, err)
+		}
+	}
+	for _, r := range []rate{{0x1 | 0x4, 0}, {0x1 | 0x4, 10001}, {0x1 | 0x2, 0}, {0x1 | 0x2, 10}, {0x4, 5000}, {0x1 | 0x2 | 0x4, 5}, {0x1 | 0x100, 5000}} {
+		if err := set(job, r); !errors.Is(err, windows.ERROR_INVALID_PARAMETER) {
+			t.Errorf("CPU rate control %+v: %v, want ERROR_INVALID_PARAMETER", r, err)
+		}
+	}
+	if err := set(windows.CurrentProcess(), rate{0x1 | 0x4, 5000}); err == nil {
+		t.Errorf("CPU rate control of a process handle: no error")
+	}
+}
