@@ -147,10 +147,38 @@ func (winHost) DeleteAccount(_ context.Context, account string) error {
 
 // Bind maps target at path host-wide with the bind filter (BfSetupFilter without a job).
 func (winHost) Bind(_ context.Context, path, target string, readOnly bool) error {
-	if err := bindfilter.ApplyFileBinding(strings.TrimSuffix(path, `\`), target, readOnly); err != nil {
+	if err := bindfilter.ApplyFileBinding(strings.TrimSuffix(path, `\`), drivePath(target), readOnly); err != nil {
 		return fmt.Errorf("bind %q at %q: %w", target, path, err)
 	}
 	return nil
+}
+
+// drivePath turns \\?\Volume{GUID}\REST into the drive path of that volume when it has one
+// (GetVolumePathNamesForVolumeNameW) and REST is not empty. go-winio's ApplyFileBinding appends
+// a separator to every volume path, which then names a folder, so a single file given as a
+// volume path (kubelet's c:\dev\termination-log, whose source containerd resolves so on the
+// emulated node) must reach the filter by its drive path. A volume's root, and a volume without
+// a drive path (the container's mounted layers), stay as they are.
+func drivePath(p string) string {
+	const prefix = `\\?\Volume{`
+	if !strings.HasPrefix(p, prefix) {
+		return p
+	}
+	end := strings.Index(p, `}\`)
+	if end < 0 || end+2 == len(p) {
+		return p
+	}
+	volume, rest := p[:end+2], p[end+2:]
+	buf := make([]uint16, 1024)
+	var n uint32
+	if err := windows.GetVolumePathNamesForVolumeName(windows.StringToUTF16Ptr(volume), &buf[0], uint32(len(buf)), &n); err != nil {
+		return p
+	}
+	first := windows.UTF16ToString(buf) // the list is NUL-separated; the first is enough
+	if first == "" {
+		return p
+	}
+	return strings.TrimSuffix(first, `\`) + `\` + rest
 }
 
 // Unbind removes the mapping at path (BfRemoveMapping). When that fails and the volume's

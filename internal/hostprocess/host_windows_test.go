@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/windows"
 )
 
 // TestMain lets the test binary play the container's workload: with
@@ -147,5 +149,26 @@ func TestLogonServiceAccounts(t *testing.T) {
 	}
 	if _, err := h.Logon(ctx, `runhcs-no-such-account`, "", false); err == nil || !strings.Contains(err.Error(), "runhcs-no-such-account") {
 		t.Errorf("Logon of an unknown account: %v, want an error naming it", err)
+	}
+}
+
+// TestDrivePath: a path below a volume that has a drive letter becomes the drive's path, so
+// that a single file given as a volume path can be bound (see drivePath); a volume's root, a
+// volume without a drive and a drive path stay as they are.
+func TestDrivePath(t *testing.T) {
+	var vol [260]uint16
+	if err := windows.GetVolumeNameForVolumeMountPoint(windows.StringToUTF16Ptr(`C:\`), &vol[0], uint32(len(vol))); err != nil {
+		t.Fatalf("the volume of C:: %v", err)
+	}
+	c := windows.UTF16ToString(vol[:]) // \\?\Volume{GUID}\
+	for in, want := range map[string]string{
+		c + `var\lib\kubelet\termination-log`: `C:\var\lib\kubelet\termination-log`,
+		c:                                     c,
+		`C:\var\log`:                          `C:\var\log`,
+		`\\?\Volume{0badf00d-0000-0000-0000-000000000000}\x`: `\\?\Volume{0badf00d-0000-0000-0000-000000000000}\x`,
+	} {
+		if got := drivePath(in); got != want {
+			t.Errorf("drivePath(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -23,7 +23,10 @@ type bindMapping struct {
 // BindSetup is BfSetupFilter without a job: Target appears at Root, read-only with ReadOnly.
 // As on Windows (go-winio pkg/bindfilter ApplyFileBinding: "The parent directory needs to
 // exist"), Root's parent must exist and Root itself need not (the filter presents it as a
-// folder; here it is made, and removed with the mapping). A second mapping at the same root is
+// folder, or as a file for a file's mapping; here it is made, and removed with the mapping).
+// Target is a folder, a volume or a single file. Assumption: the filter maps a file onto a file
+// path, as hcsshim's job containers bind kubelet's c:\dev\termination-log through it
+// (internal/jobcontainers mounts.go); Microsoft documents no file rule either way. A second mapping at the same root is
 // refused (BINDFLT_FLAG_NO_MULTIPLE_TARGETS, which go-winio always sets). Assumption: the
 // HRESULTs for a missing parent (ERROR_PATH_NOT_FOUND) and an existing mapping
 // (ERROR_ALREADY_EXISTS) are not documented.
@@ -42,8 +45,9 @@ func (f *Filter) BindSetup(_ context.Context, a wire.BindArgs) error {
 		}
 		target = filepath.Clean(a.Target)
 	}
-	if fi, err := os.Stat(target); err != nil || !fi.IsDir() {
-		return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "target: %q is not a folder", a.Target)
+	tfi, err := os.Stat(target)
+	if err != nil || !(tfi.IsDir() || tfi.Mode().IsRegular()) {
+		return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "target: %q is neither a folder nor a file", a.Target)
 	}
 	if fi, err := os.Stat(filepath.Dir(root)); err != nil || !fi.IsDir() {
 		return hresult.Errorf(computecore.E_PATH_NOT_FOUND, "root: the parent of %q is not a folder", a.Root)
@@ -57,7 +61,7 @@ func (f *Filter) BindSetup(_ context.Context, a wire.BindArgs) error {
 		return hresult.Errorf(errBindExists, "root: %q already has a mapping", a.Root)
 	}
 	m := &bindMapping{target: target}
-	if err := os.Mkdir(root, 0o755); err == nil {
+	if err := makeRoot(root, tfi.IsDir()); err == nil {
 		m.created = true
 	} else if !errors.Is(err, os.ErrExist) {
 		return hresult.Errorf(computecore.E_FAIL, "root: %v", err)
@@ -93,6 +97,18 @@ func (f *Filter) BindRemove(_ context.Context, a wire.BindArgs) error {
 	}
 	delete(f.bindings, root)
 	return nil
+}
+
+// makeRoot makes a missing root: a folder for a folder's mapping, an empty file for a file's.
+func makeRoot(root string, dir bool) error {
+	if dir {
+		return os.Mkdir(root, 0o755)
+	}
+	f, err := os.OpenFile(root, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 func (m *bindMapping) unmount(root string) error {

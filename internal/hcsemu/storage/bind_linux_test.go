@@ -13,7 +13,7 @@ import (
 )
 
 // TestBindMappings: the bind filter's host-wide mappings (BfSetupFilter, BfRemoveMapping) as
-// bind mounts: the target's files at the root, read-only when asked; a second mapping at a root
+// bind mounts: the target's files at the root (a folder's, or a single file's), read-only when asked; a second mapping at a root
 // refused; removal undoes the mount and the root made for it; Close removes what is left; bad
 // arguments are refused naming the field.
 func TestBindMappings(t *testing.T) {
@@ -50,6 +50,25 @@ func TestBindMappings(t *testing.T) {
 	var he *hresult.Error
 	if err := f.BindRemove(ctx, wire.BindArgs{Root: root}); !errors.As(err, &he) || he.HResult != hresult.ErrNotFound {
 		t.Errorf("BindRemove of a root without a mapping: %v, want ERROR_NOT_FOUND", err)
+	}
+
+	// A single file onto a file path (kubelet's c:\dev\termination-log in a HostProcess
+	// container): the root is made as a file and removed with the mapping.
+	fileRoot := filepath.Join(dir, "termination-log")
+	if err := f.BindSetup(ctx, wire.BindArgs{Root: fileRoot, Target: filepath.Join(src, "f")}); err != nil {
+		t.Fatalf("BindSetup of a file: %v", err)
+	}
+	if err := os.WriteFile(fileRoot, []byte("written through"), 0o644); err != nil {
+		t.Fatalf("writing through a file's mapping: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(src, "f")); string(b) != "written through" {
+		t.Errorf("the target file after a write through its mapping: %q", b)
+	}
+	if err := f.BindRemove(ctx, wire.BindArgs{Root: fileRoot}); err != nil {
+		t.Fatalf("BindRemove of a file's mapping: %v", err)
+	}
+	if _, err := os.Stat(fileRoot); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a file mapping's root after BindRemove: %v, want it gone", err)
 	}
 
 	ro := filepath.Join(dir, "ro")
