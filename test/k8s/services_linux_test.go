@@ -148,18 +148,43 @@ func requests(dial func(network, addr string) (net.Conn, error), addr string, n 
 }
 
 // checkSpread asserts that every answer is one of the backends and that every backend answered.
-func checkSpread(t *testing.T, what string, got []string, backends []string) {
+func checkSpread(t *testing.T, what string, got []string, backends []string) bool {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, b := range got {
 		if !slices.Contains(backends, b) {
 			t.Errorf("%s: an answer from %q, not one of the backends %v (all: %v)", what, b, backends, got)
-			return
+			return false
 		}
 		seen[b] = true
 	}
 	if len(seen) != len(backends) {
 		t.Errorf("%s: %d requests reached %d of the %d backends %v: %v", what, len(got), len(seen), len(backends), backends, got)
+		return false
+	}
+	return true
+}
+
+// logLoadBalancers logs, for a failed check, the load balancers of the Windows node name's HNS
+// whose frontend is vip, with their endpoints: whether kube-proxy had programmed every backend
+// by then, or the requests were spread unevenly over a complete one.
+func logLoadBalancers(t *testing.T, name, vip string) {
+	t.Helper()
+	c, err := emuclient.DialHNS(filepath.Join(nodeRootOf(t, name), "hcsemu.sock"))
+	if err != nil {
+		t.Logf("node %s's HNS: %v", name, err)
+		return
+	}
+	defer c.Close()
+	lbs, err := hns.NewClient(c).ListLoadBalancers(context.Background(), hns.Filter{})
+	if err != nil {
+		t.Logf("node %s's load balancers: %v", name, err)
+		return
+	}
+	for _, lb := range lbs {
+		if slices.Contains(lb.FrontendVIPs, vip) {
+			t.Logf("node %s: load balancer %s for %v, %d endpoints: %v", name, lb.Id, lb.FrontendVIPs, len(lb.HostComputeEndpoints), lb.HostComputeEndpoints)
+		}
 	}
 }
 
@@ -448,7 +473,9 @@ func TestServicesAcrossNodes(t *testing.T) {
 			t.Errorf("ClusterIP from a pod on %s: %v\n%s", n.Name, err, out)
 			continue
 		}
-		checkSpread(t, "ClusterIP "+clusterAddr+" from a pod on "+n.Name, strings.Fields(out), backends)
+		if !checkSpread(t, "ClusterIP "+clusterAddr+" from a pod on "+n.Name, strings.Fields(out), backends) {
+			logLoadBalancers(t, n.Name, cip.Spec.ClusterIP)
+		}
 	}
 	// The NodePort at b's address, from a's host: another machine on the node's network.
 	var bIP string
