@@ -8,15 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/openhcs/runhcs/internal/hcsemu"
 )
 
 // The kubelet's ports in the emulated host's network namespace: each node has its own, so the
@@ -125,14 +122,7 @@ func kubeletHealthy(root string) bool {
 // hostGet GETs url with connections made in the emulated host's network namespace, and fails
 // unless the answer is 200 OK.
 func hostGet(root, url string) ([]byte, error) {
-	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var c net.Conn
-		err := hcsemu.InHostNetns(emuRoot(root), func() (err error) {
-			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
-	}}
+	tr := hostTransport(root)
 	defer tr.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

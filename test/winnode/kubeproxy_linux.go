@@ -117,3 +117,29 @@ func kubeProxyArgs(o kubeProxyOptions) []string {
 	}
 	return append(args, o.extra...)
 }
+
+// waitKubeProxyCmd returns once the node's kube-proxy has synced the cluster's Services
+// (kubeProxyAgent's health), whoever started it: `winnode kube-proxy`, or kubelet as the
+// HostProcess pod of a DaemonSet (test/cluster's --kube-proxy daemonset), which winnode does not
+// start and cannot restart.
+func waitKubeProxyCmd(args []string) error {
+	fs := flag.NewFlagSet("wait-kube-proxy", flag.ExitOnError)
+	root := fs.String("root", "", "the node's folder")
+	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait")
+	fs.Parse(args)
+	if *root == "" || !filepath.IsAbs(*root) {
+		return fmt.Errorf("--root %q: the node's absolute folder is required", *root)
+	}
+	if _, err := readEnv(*root); err != nil {
+		return err
+	}
+	start := time.Now()
+	for !kubeProxyHealthy(*root) {
+		if time.Since(start) > *timeout {
+			return fmt.Errorf("no kube-proxy of the node at %s answered healthy and synced (http://127.0.0.1:%d/healthz, :%d/metrics) within %s", *root, kubeProxyHealthzPort, kubeProxyMetricsPort, *timeout)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	fmt.Fprintf(os.Stderr, "winnode: kube-proxy synced after %.2fs\n", time.Since(start).Seconds())
+	return nil
+}

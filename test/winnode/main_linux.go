@@ -22,6 +22,8 @@ func usage() {
        winnode run --root DIR [--shim-kills] -- PROGRAM [ARGS…]
        winnode kubelet --root DIR --exe KUBELET.EXE [--kubeconfig FILE] [--node-name NAME] [-- KUBELET FLAGS…]
        winnode kube-proxy --root DIR --exe KUBE-PROXY.EXE --kubeconfig FILE [--node-name NAME] [-- KUBE-PROXY FLAGS…]
+       winnode wait-kube-proxy --root DIR [--timeout D]
+       winnode image --root DIR --ref REPO:TAG FILE=PATH…
        winnode restart --root DIR kubelet|kube-proxy|containerd`)
 	os.Exit(2)
 }
@@ -44,6 +46,10 @@ func main() {
 		err = kubeletCmd(os.Args[2:])
 	case "kube-proxy":
 		err = kubeProxyCmd(os.Args[2:])
+	case "wait-kube-proxy":
+		err = waitKubeProxyCmd(os.Args[2:])
+	case "image":
+		err = imageCmd(os.Args[2:])
 	case "restart":
 		err = restartCmd(os.Args[2:])
 	default:

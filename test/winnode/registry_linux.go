@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,7 +20,6 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/openhcs/runhcs/internal/hcsemu"
 	"github.com/openhcs/runhcs/test/image"
 )
 
@@ -94,15 +92,7 @@ func (n *node) startRegistry(ctx context.Context) (string, error) {
 	}
 	hostProcess := image.Default(workloadPE)
 	// The push dials in the host namespace, as every client of the registry does.
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = func(ctx context.Context, network, a string) (net.Conn, error) {
-		var c net.Conn
-		err := hcsemu.InHostNetns(emuRoot(n.root), func() (err error) {
-			c, err = (&net.Dialer{}).DialContext(ctx, network, a)
-			return err
-		})
-		return c, err
-	}
+	tr := hostTransport(n.root)
 	for repo, img := range map[string]*image.Image{TestImage: test, PauseImage: pause, UserImage: user, OtherBuildImage: other, UndeclaredBuildImage: undeclared, HostProcessImage: hostProcess} {
 		// OtherBuildImage is an index, as Microsoft publishes its images: its manifest's
 		// descriptor carries the platform containerd matches at pull time.
