@@ -124,7 +124,7 @@ test)
 	# shellcheck source=hack/wine/lib.sh
 	source hack/wine/lib.sh
 	RUNHCS_WINNODE_BIN="${dir}/bin" RUNHCS_WINNODE_PREFIX="${WINE_PREFIX_DIR}" RUNHCS_WINNODE_CONTAINERD="${containerd}" \
-		go test -count=1 -v -timeout 20m -run 'TestDownAfterCrash|TestDownFromCaller|TestUpInstallsPackages|TestContainerdConfig|TestPodNetwork|TestDocsConfig|TestServerVersion|TestNodeRegistry|TestSandboxAPIDocConfig|TestSandboxerConfig' ./test/winnode || rc=$?
+		go test -count=1 -v -timeout 20m -run 'TestDownAfterCrash|TestDownFromCaller|TestUpInstallsPackages|TestContainerdConfig|TestPodNetwork|TestDocsConfig|TestServerVersion|TestNodeRegistry|TestMachineEnvironment|TestSandboxAPIDocConfig|TestSandboxerConfig' ./test/winnode || rc=$?
 	printf 'winnode: %-34s %7.2fs (exit %d)\n' "test, containerd ${containerd}" "$(elapsed "${t_test}")" "${rc}" >&2
 	exit "${rc}"
 	;;

@@ -210,3 +210,16 @@ func TestNodeRegistry(t *testing.T) {
 		t.Errorf("a malformed UUID: %v", err)
 	}
 }
+
+// TestMachineEnvironment: the node's system environment variables are values of the key every
+// account's environment block is made from, quoted as regedit reads them (a Linux path's
+// separators and a Windows path's backslashes both survive).
+func TestMachineEnvironment(t *testing.T) {
+	got := machineEnvironment([][2]string{{"HCSEMU_TCP_ADDRESS", "127.0.0.1:4000"}, {"HCSEMU_TCP_KEY_FILE", `C:\emu\hcsemu.key`}})
+	want := "[HKEY_LOCAL_MACHINE\\System\\CurrentControlSet\\Control\\Session Manager\\Environment]\r\n" +
+		"\"HCSEMU_TCP_ADDRESS\"=\"127.0.0.1:4000\"\r\n" +
+		"\"HCSEMU_TCP_KEY_FILE\"=\"C:\\\\emu\\\\hcsemu.key\"\r\n\r\n"
+	if got != want {
+		t.Errorf("machineEnvironment:\n%q\nwant\n%q", got, want)
+	}
+}

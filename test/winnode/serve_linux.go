@@ -175,6 +175,7 @@ func (n *node) makePrefix(prefix string) error {
 	if err != nil {
 		return err
 	}
+	reg += machineEnvironment([][2]string{{"HCSEMU_TCP_ADDRESS", n.tcp}, {"HCSEMU_TCP_KEY_FILE", n.path("hcsemu.key")}})
 	regFile := n.path("wine", "version.reg")
 	if err := os.WriteFile(regFile, []byte(reg), 0o644); err != nil {
 		return err
@@ -493,6 +494,26 @@ func (n *node) wineserverGone() error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return errors.New("processes of the node are still running after 30s")
+}
+
+// machineEnvironment is the registry file's part (regedit's format) that sets vars as system
+// environment variables: values of HKLM\System\CurrentControlSet\Control\Session
+// Manager\Environment, which every account's environment block holds (CreateEnvironmentBlock,
+// "Environment Variables" in Microsoft's documentation). The node sets the stand-in DLLs'
+// connection to hcsemu (HCSEMU_TCP_ADDRESS, HCSEMU_TCP_KEY_FILE) so: a process whose environment
+// does not come from winnode's, as a HostProcess container's does not (the shim gives it its
+// account's environment block and the spec's variables: internal/hostprocess), still reaches
+// the emulated host's HNS and HCS through them, as any process of a Windows host reaches its
+// services. Without them kube-proxy.exe in a HostProcess pod failed at start ("Windows kernel
+// is not compatible for Kernel mode": its first HNS call found no hcsemu).
+func machineEnvironment(vars [][2]string) string {
+	var b strings.Builder
+	b.WriteString("[HKEY_LOCAL_MACHINE\\System\\CurrentControlSet\\Control\\Session Manager\\Environment]\r\n")
+	for _, v := range vars {
+		fmt.Fprintf(&b, "%q=%q\r\n", v[0], v[1])
+	}
+	b.WriteString("\r\n")
+	return b.String()
 }
 
 // nodeRegistry is the registry file (regedit's format) that makes the node's prefix a Windows
