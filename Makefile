@@ -57,11 +57,11 @@ test-winnode-2 test-winnode-1.7: test-winnode-%:
 	root="$${RUNHCS_WINNODE_ROOT:+$${RUNHCS_WINNODE_ROOT}/containerd-$*}"; \
 	bash hack/winnode.sh test --containerd $* --root "$${root:-$$(mktemp -d /tmp/runhcs-winnode-test.XXXXXX)}"
 
-## test-cluster: the Kubernetes suite (test/k8s) against a fresh cluster of two emulated Windows nodes, on containerd 2.4.2 (root; hack/cluster.sh test; RUNHCS_CLUSTER_CONTAINERD=1.7 for 1.7.35, RUNHCS_CLUSTER_WINDOWS_NODES=1 for one node)
+## test-cluster: the Kubernetes suite (test/k8s) against a fresh cluster of two emulated Windows nodes, on containerd 2.4.2, kube-proxy a HostProcess DaemonSet (root; hack/cluster.sh test; RUNHCS_CLUSTER_CONTAINERD=1.7 for 1.7.35, RUNHCS_CLUSTER_WINDOWS_NODES=1 for one node, RUNHCS_CLUSTER_KUBE_PROXY=process for kube-proxy as a node service)
 # A fresh root per run (RUNHCS_CLUSTER_ROOT to choose it). Two nodes by default: the tests across
 # nodes run only there, and the second node adds about a minute (docs/cluster.md, "Two nodes").
 test-cluster:
-	bash hack/cluster.sh test --containerd $${RUNHCS_CLUSTER_CONTAINERD:-2} --windows-nodes $${RUNHCS_CLUSTER_WINDOWS_NODES:-2} --root "$${RUNHCS_CLUSTER_ROOT:-$$(mktemp -d /tmp/runhcs-cluster-test.XXXXXX)}"
+	bash hack/cluster.sh test --containerd $${RUNHCS_CLUSTER_CONTAINERD:-2} --windows-nodes $${RUNHCS_CLUSTER_WINDOWS_NODES:-2} --kube-proxy $${RUNHCS_CLUSTER_KUBE_PROXY:-daemonset} --root "$${RUNHCS_CLUSTER_ROOT:-$$(mktemp -d /tmp/runhcs-cluster-test.XXXXXX)}"
 
 ## test-winnode-kubelet: the pinned kubelet.exe standalone in an emulated Windows node runs a static pod and reports the node's figures (root; hack/winnode.sh test-kubelet; KUBELET_EXE=path/to/kubelet.exe for another build)
 test-winnode-kubelet:

@@ -73,7 +73,9 @@ step test-winnode-kubelet make test-winnode-kubelet
 # kubelet.exe and kube-proxy.exe (hack/tools.sh kubernetes builds them once, cached), test/k8s
 # through the API server, two Windows nodes, containerd 2.x and 1.7.
 step test-cluster-containerd-2 make test-cluster
-step test-cluster-containerd-1.7 env RUNHCS_CLUSTER_CONTAINERD=1.7 make test-cluster
+# kube-proxy runs as a HostProcess DaemonSet on 2.x, as a service of each node on 1.7: both ways
+# Windows clusters run it.
+step test-cluster-containerd-1.7 env RUNHCS_CLUSTER_CONTAINERD=1.7 RUNHCS_CLUSTER_KUBE_PROXY=process make test-cluster
 step e2e-containerd-2 make e2e-2
 step e2e-containerd-1.7 make e2e-1.7
 step soak make soak

@@ -6,17 +6,20 @@
 # and the emulated Windows node (hack/winnode.sh) with kubelet.exe (the Windows build of the same
 # release) joined to it. As root.
 #
-#   hack/cluster.sh up [--root DIR] [--containerd 2|1.7] [--windows-nodes N]
+#   hack/cluster.sh up [--root DIR] [--containerd 2|1.7] [--windows-nodes N] [--kube-proxy daemonset|process]
 #   hack/cluster.sh down [--root DIR]
 #   hack/cluster.sh run [--root DIR] PROGRAM ARGS…      e.g. run kubectl get nodes -o wide
-#   hack/cluster.sh test [--root DIR] [--containerd 2|1.7] [--windows-nodes N] [go test flags…]
+#   hack/cluster.sh test [--root DIR] [--containerd 2|1.7] [--windows-nodes N] [--kube-proxy daemonset|process] [go test flags…]
 #   hack/cluster.sh bench [--root DIR] [-test.bench RE]  pod start-up and Service figures on a running cluster
 #
 # up builds what is missing (cached in $RUNHCS_CACHE), prints the time of each step, writes
 # DIR/kubeconfig and DIR/cluster.env. DIR defaults to /tmp/runhcs-cluster. --windows-nodes N
 # (default 1) emulated Windows nodes, each a host of its own: node K lives in
 # DIR/nodes/winnode-K, has the address 10.251.0.(10+K) and the pod subnet 10.250.(K-1).0/24,
-# and each node's host routes the others' pod subnets (docs/cluster.md, "Two nodes"). run runs a program with KUBECONFIG set, on the cluster's network, with
+# and each node's host routes the others' pod subnets (docs/cluster.md, "Two nodes").
+# --kube-proxy daemonset (the default) runs each node's kube-proxy.exe as the HostProcess pod of
+# the DaemonSet kube-system/kube-proxy-windows, as kubeadm clusters with Windows nodes do;
+# process runs it as a service of the node beside kubelet.exe (docs/cluster.md). run runs a program with KUBECONFIG set, on the cluster's network, with
 # the pinned kubectl first on PATH. down leaves nothing, also after a crash of any part. test
 # brings a cluster up, runs test/k8s against it, checks that down cleans up after a crash
 # (test/cluster TestDownAfterCrash), takes it down after a crash of its nodes' parts (test/cluster
@@ -34,11 +37,13 @@ cmd="${1:-}"
 dir=/tmp/runhcs-cluster
 containerd=2
 nodes=1
+kube_proxy=daemonset
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--root) dir="$2"; shift 2 ;;
 	--containerd) containerd="$2"; shift 2 ;;
 	--windows-nodes) nodes="$2"; shift 2 ;;
+	--kube-proxy) kube_proxy="$2"; shift 2 ;;
 	*) break ;;
 	esac
 done
@@ -74,7 +79,7 @@ up)
 		ln -f "$(bash hack/tools.sh path "${t}")" "${dir}/bin/${t}" 2>/dev/null || cp "$(bash hack/tools.sh path "${t}")" "${dir}/bin/${t}"
 	done
 	printf 'cluster: %-34s %7.2fs\n' "build" "$(elapsed "${t0}")" >&2
-	"${dir}/bin/cluster" up --root "${dir}" --bin "${dir}/bin" >/dev/null
+	"${dir}/bin/cluster" up --root "${dir}" --bin "${dir}/bin" --kube-proxy "${kube_proxy}" >/dev/null
 	# Node 1 first: its up builds and caches what every node needs. The other nodes come up
 	# meanwhile node 1 joins (each its own hcsemu, Wine prefix and wineserver, containerd.exe),
 	# then join one by one, each join routing its pod subnet to and from the nodes before it.
@@ -118,7 +123,7 @@ test)
 	t_test=$(date +%s.%N)
 	bash "$0" down --root "${dir}"
 	trap 'bash "$0" down --root "${dir}"' EXIT
-	bash "$0" up --root "${dir}" --containerd "${containerd}" --windows-nodes "${nodes}" >/dev/null
+	bash "$0" up --root "${dir}" --containerd "${containerd}" --windows-nodes "${nodes}" --kube-proxy "${kube_proxy}" >/dev/null
 	CGO_ENABLED=0 go test -c -o "${dir}/bin/k8s.test" ./test/k8s
 	t0=$(date +%s.%N)
 	rc=0

@@ -27,7 +27,9 @@ import (
 const nicName = "Ethernet"
 
 // joinCmd links a running emulated node (test/winnode, at --node-root) to the cluster and starts
-// its kubelet.exe, then waits for its Node to be Ready, and then starts its kube-proxy.exe.
+// its kubelet.exe, then waits for its Node to be Ready, and then starts its kube-proxy.exe as a
+// service of the node, or, when the cluster runs kube-proxy as a DaemonSet, pushes its image to
+// the node before kubelet starts and waits for kubelet's kube-proxy pod to sync.
 func joinCmd(args []string) error {
 	fs := flag.NewFlagSet("join", flag.ExitOnError)
 	root := fs.String("root", "", "the cluster's folder")
@@ -48,8 +50,13 @@ func joinCmd(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--index %d: %w", *index, err)
 	}
-	if _, err := readEnv(*root); err != nil {
+	env, err := readEnv(*root)
+	if err != nil {
 		return err
+	}
+	mode := env["RUNHCS_CLUSTER_KUBE_PROXY"]
+	if mode == kubeProxyDaemonSet && *kubeProxy == "" {
+		return fmt.Errorf("--kube-proxy: the cluster runs kube-proxy as a DaemonSet, whose image the node needs kube-proxy.exe for")
 	}
 	nodeEnv, err := rootdir.ReadEnv(filepath.Join(*nodeRoot, "node.env"))
 	if err != nil {
@@ -82,6 +89,13 @@ func joinCmd(args []string) error {
 	if err := step(w, *name+": kubelet certificates", func() error { return kubeletPKI(*root, dir, *name, addr.String()) }); err != nil {
 		return err
 	}
+	if mode == kubeProxyDaemonSet {
+		if err := step(w, *name+": kube-proxy image", func() error {
+			return pushKubeProxyImage(*nodeRoot, *kubeProxy, env["RUNHCS_CLUSTER_KUBE_PROXY_IMAGE"])
+		}); err != nil {
+			return err
+		}
+	}
 	if err := step(w, *name+": kubelet.exe", func() error {
 		return startKubelet(*root, *nodeRoot, *kubelet, dir, self, fs.Args())
 	}); err != nil {
@@ -97,7 +111,12 @@ func joinCmd(args []string) error {
 	if err := step(w, *name+": podCIDR "+self.PodSubnet, func() error { return setPodCIDR(c, *name, self.PodSubnet) }); err != nil {
 		return err
 	}
-	if *kubeProxy != "" {
+	switch {
+	case mode == kubeProxyDaemonSet:
+		if err := step(w, *name+": kube-proxy pod synced", func() error { return waitKubeProxy(*nodeRoot) }); err != nil {
+			return err
+		}
+	case *kubeProxy != "":
 		if err := step(w, *name+": kube-proxy.exe", func() error { return startKubeProxy(*root, *nodeRoot, *kubeProxy, *name) }); err != nil {
 			return err
 		}

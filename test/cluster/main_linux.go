@@ -82,11 +82,13 @@ func main() {
 // flags are the flags up passes on to serve.
 type flags struct {
 	root, bin string
+	kubeProxy string // how the nodes run kube-proxy: kubeProxyDaemonSet or kubeProxyProcess
 }
 
 func (f *flags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.root, "root", "", "the cluster's folder (required; it must be empty or hold only BINDIR)")
 	fs.StringVar(&f.bin, "bin", "", "folder with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and coredns (hack/tools.sh kubernetes)")
+	fs.StringVar(&f.kubeProxy, "kube-proxy", kubeProxyDaemonSet, "how the Windows nodes run kube-proxy.exe: daemonset (a HostProcess DaemonSet, kube-system/kube-proxy-windows) or process (a service of the node beside kubelet.exe)")
 }
 
 func (f *flags) validate() error {
@@ -95,6 +97,9 @@ func (f *flags) validate() error {
 	}
 	if f.bin == "" {
 		return fmt.Errorf("--bin %q: the folder with the control plane's binaries is required", f.bin)
+	}
+	if f.kubeProxy != kubeProxyDaemonSet && f.kubeProxy != kubeProxyProcess {
+		return fmt.Errorf("--kube-proxy %q: want %s or %s", f.kubeProxy, kubeProxyDaemonSet, kubeProxyProcess)
 	}
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 		if _, err := os.Stat(filepath.Join(f.bin, b)); err != nil {
@@ -146,7 +151,7 @@ func upCmd(args []string) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(self, "serve", "--root", f.root, "--bin", f.bin)
+	cmd := exec.Command(self, "serve", "--root", f.root, "--bin", f.bin, "--kube-proxy", f.kubeProxy)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

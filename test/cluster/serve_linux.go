@@ -141,10 +141,17 @@ func (p *plane) up(ctx context.Context) error {
 	if err := step(p.steps, "cluster DNS (CoreDNS)", p.startDNS); err != nil {
 		return err
 	}
+	var kubeProxyImage string
+	if p.kubeProxy == kubeProxyDaemonSet {
+		if err := step(p.steps, "kube-proxy DaemonSet", func() (err error) { kubeProxyImage, err = p.startKubeProxyDaemonSet(); return err }); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(p.steps, "%-34s %7.2fs (API server https://%s:%d)\n", "control plane up", time.Since(start).Seconds(), apiAddr, apiPort)
 	return rootdir.WriteEnv(envFile(p.root), [][2]string{
 		{"KUBECONFIG", kubeconfigOf(p.root)}, {"RUNHCS_CLUSTER_ROOT", p.root},
 		{"RUNHCS_CLUSTER_NETNS", netnsFile(p.root)}, {"RUNHCS_CLUSTER_SERVER", fmt.Sprintf("https://%s:%d", apiAddr, apiPort)},
+		{"RUNHCS_CLUSTER_KUBE_PROXY", p.kubeProxy}, {"RUNHCS_CLUSTER_KUBE_PROXY_IMAGE", kubeProxyImage},
 	})
 }
 
