@@ -173,9 +173,9 @@ func TestDeployment(t *testing.T) {
 }
 
 // drainNode drains the node (its folder root) with kubectl: it is cordoned, every pod is evicted
-// (bare pods of other tests too: --force), none runs or waits there any more, and the node holds
-// no compute system, HNS endpoint or namespace, container mount, cgroup, utility VM or shim
-// process of them (waitNoResidue). It stays cordoned; the caller uncordons it.
+// (bare pods of other tests too: --force) but DaemonSets' (--ignore-daemonsets), none runs or
+// waits there any more, and the node holds no compute system, HNS endpoint or namespace,
+// container mount, cgroup, utility VM or shim process of them (waitNoResidue). It stays cordoned; the caller uncordons it.
 func drainNode(t *testing.T, cs *kubernetes.Clientset, node, root string) {
 	t.Helper()
 	ctx := context.Background()
@@ -192,6 +192,9 @@ func drainNode(t *testing.T, cs *kubernetes.Clientset, node, root string) {
 		t.Fatal(err)
 	}
 	for _, p := range all.Items {
+		if daemonSetPod(&p) {
+			continue // kubectl drain --ignore-daemonsets leaves them: kube-proxy's among them
+		}
 		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending {
 			t.Errorf("after drain, pod %s/%s is still on %s: %s", p.Namespace, p.Name, node, describe(&p))
 		}
@@ -262,4 +265,14 @@ func TestPodTraffic(t *testing.T) {
 	if err != nil || !strings.Contains(string(body), "from the server pod") {
 		t.Errorf("pod proxy server:%d/: %q, %v", webPort, body, err)
 	}
+}
+
+// daemonSetPod says whether a DaemonSet owns the pod, as kubectl drain tells the pods it leaves.
+func daemonSetPod(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
 }

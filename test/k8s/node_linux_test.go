@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,8 +61,11 @@ func winnode(t testing.TB, root string, args ...string) string {
 // nodeResidue lists what the node holds of pods: compute systems (hcsemu), HNS endpoints (but
 // kube-proxy's remote ones) and namespaces, the container volumes mounted under the node's folder, the cgroups of compute
 // systems and the shim processes (containerd-shim-runhcs-v1.exe under Wine). Empty: no pod is
-// left on the node. A question that cannot be answered is itself an entry.
-func nodeResidue(ctx context.Context, root string) []string {
+// left on the node. A question that cannot be answered is itself an entry. kept are the
+// containerd IDs of pods that stay (systemPodIDs: kube-proxy's HostProcess pod, which has no
+// compute system, endpoint or cgroup): their shim and their files' mounts (below C:\hpc\ID)
+// are not residue.
+func nodeResidue(ctx context.Context, root string, kept []string) []string {
 	var left []string
 	sock := filepath.Join(root, "hcsemu.sock")
 	emu := filepath.Join(root, "emu")
@@ -103,9 +107,20 @@ func nodeResidue(ctx context.Context, root string) []string {
 	}
 	// hcsemu's own mounts under its root are the host's network namespace and the VMs' folder;
 	// every other mount under the node's folder is a container's (or a VM's) volume.
-	for _, m := range mountsUnder(root) {
-		if m != layout.HostNetns(emu) && m != layout.VMsDir(emu) {
-			left = append(left, "mount "+m)
+	mounts := mountsUnder(root)
+	// A kept container's files: the bind at C:\hpc\ID and the volume it binds, a mount of the
+	// same file system (the volume's own device), whose path names no ID. (Only the bind of the
+	// files themselves: its volume mounts below it are of the host's file system.)
+	keptDevs := map[string]bool{}
+	for _, m := range mounts {
+		if slices.Contains(kept, filepath.Base(m.path)) {
+			keptDevs[m.dev] = true
+		}
+	}
+	for _, m := range mounts {
+		if m.path != layout.HostNetns(emu) && m.path != layout.VMsDir(emu) && !keptDevs[m.dev] &&
+			!slices.ContainsFunc(kept, func(id string) bool { return strings.Contains(m.path, id) }) {
+			left = append(left, "mount "+m.path)
 		}
 	}
 	for _, dir := range layout.CgroupDirs("/sys/fs/cgroup", emu) {
@@ -116,8 +131,10 @@ func nodeResidue(ctx context.Context, root string) []string {
 			}
 		}
 	}
-	for _, pid := range shimProcesses(root) {
-		left = append(left, fmt.Sprintf("shim process %d", pid))
+	for pid, id := range shimProcesses(root) {
+		if !slices.Contains(kept, id) {
+			left = append(left, fmt.Sprintf("shim process %d (-id %s)", pid, id))
+		}
 	}
 	for _, pid := range layout.VMInitProcesses("/proc", emu) {
 		left = append(left, fmt.Sprintf("VM init process %d", pid))
@@ -125,15 +142,18 @@ func nodeResidue(ctx context.Context, root string) []string {
 	return left
 }
 
-// waitNoResidue waits until the node holds nothing of pods (nodeResidue is empty), or fails the
-// test with what is left after waitLong: kubelet stops and removes a deleted pod's sandbox in
-// the background.
+// waitNoResidue waits until the node holds nothing of pods but those of kube-system
+// (nodeResidue is empty), or fails the test with what is left after waitLong: kubelet stops and
+// removes a deleted pod's sandbox in the background.
 func waitNoResidue(t *testing.T, root string) {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(waitLong)
 	for {
-		left := nodeResidue(ctx, root)
+		left := nodeResidue(ctx, root, nil)
+		if len(left) > 0 {
+			left = nodeResidue(ctx, root, systemPodIDs(t, root))
+		}
 		if len(left) == 0 {
 			return
 		}
@@ -148,8 +168,9 @@ func waitNoResidue(t *testing.T, root string) {
 // argv[0] as its path, and the node's mark (rootdir.NodeMarker: containerd.exe has it, and the
 // shims it starts inherit it) tells them from the shims of the cluster's other nodes and of
 // other nodes on the machine.
-func shimProcesses(root string) []int {
-	var pids []int
+// Each is given with its -id (containerd's shim id: the pod's sandbox id).
+func shimProcesses(root string) map[int]string {
+	pids := map[int]string{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -167,21 +188,29 @@ func shimProcesses(root string) []int {
 			}
 			st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
 			if !strings.Contains(string(st), ") Z ") {
-				pids = append(pids, pid)
+				args := strings.Split(string(b), "\x00")
+				if i := slices.Index(args, "-id"); i >= 0 && i+1 < len(args) {
+					pids[pid] = args[i+1]
+				} else {
+					pids[pid] = ""
+				}
 			}
 		}
 	}
 	return pids
 }
 
+// mount is a mount point and its file system's device (major:minor).
+type mount struct{ path, dev string }
+
 // mountsUnder lists the mount points at or under dir (this process's mount namespace, the
 // machine's: `cluster run` changes only the network namespace).
-func mountsUnder(dir string) []string {
+func mountsUnder(dir string) []mount {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return []string{"mountinfo: " + err.Error()}
+		return []mount{{path: "mountinfo: " + err.Error()}}
 	}
-	var out []string
+	var out []mount
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 5 {
@@ -189,7 +218,7 @@ func mountsUnder(dir string) []string {
 		}
 		p := strings.ReplaceAll(f[4], `\040`, " ")
 		if p == dir || strings.HasPrefix(p, dir+"/") {
-			out = append(out, p)
+			out = append(out, mount{path: p, dev: f[2]})
 		}
 	}
 	return out

@@ -367,11 +367,11 @@ func TestServices(t *testing.T) {
 		}
 		checkSpread(t, "5 s after scaling to 3", got, podNames(t, cs, ns, "web"))
 	})
-	// kube-proxy killed and started again (Restart-Service kube-proxy) deletes every load
-	// balancer at start and programs the Services again: once its healthz answers (its first
-	// sync), the Services answer as before.
+	// kube-proxy killed and started again (Restart-Service kube-proxy, or its DaemonSet pod
+	// deleted) deletes every load balancer at start and programs the Services again: once it
+	// has synced, the Services answer as before.
 	t.Run("KubeProxyRestart", func(t *testing.T) {
-		winnode(t, nodeRoot(t), "restart", "kube-proxy")
+		restartKubeProxy(t, cs)
 		backends := podNames(t, cs, ns, "web")
 		got, err := requests(host, clusterAddr, 30)
 		if err != nil {
