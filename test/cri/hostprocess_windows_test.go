@@ -157,3 +157,42 @@ func TestHostProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestHostProcessRefusals: a pod and its containers must agree on HostProcess, both ways, and a
+// disagreement is refused at CreateContainer naming the field, with no container made
+// (containerd's CRI checks it before the runtime is asked: internal/cri/server
+// container_create.go; the shim refuses it too for other clients, internal/shim
+// TestHostProcessRefusals).
+func TestHostProcessRefusals(t *testing.T) {
+	n := connect(t)
+	refused := func(t *testing.T, pod string, podCfg *runtimeapi.PodSandboxConfig, cfg *runtimeapi.ContainerConfig) {
+		t.Helper()
+		if _, err := n.img.PullImage(ctx(t), cfg.Image, nil, podCfg); err != nil {
+			t.Fatalf("PullImage: %v", err)
+		}
+		id, err := n.rt.CreateContainer(ctx(t), pod, cfg, podCfg)
+		if err == nil {
+			n.rt.RemoveContainer(ctx(t), id)
+			t.Fatalf("CreateContainer %s: made %s, want a refusal", cfg.Metadata.Name, id)
+		}
+		if !strings.Contains(err.Error(), "HostProcess") {
+			t.Errorf("CreateContainer %s: %v; want the error to name the HostProcess field", cfg.Metadata.Name, err)
+		}
+		cs, err := n.rt.ListContainers(ctx(t), &runtimeapi.ContainerFilter{PodSandboxId: pod})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) != 0 {
+			t.Errorf("containers of pod %s after the refusal: %d, want none", pod, len(cs))
+		}
+	}
+	t.Run("container not HostProcess in a HostProcess pod", func(t *testing.T) {
+		podCfg := hostProcessPod(t, "pod-hpc-plain-container")
+		pod := runPodConfig(t, n, podCfg, "")
+		refused(t, pod, podCfg, containerConfig("plain", "echo", "not a HostProcess container"))
+	})
+	t.Run("HostProcess container in a pod that is not", func(t *testing.T) {
+		pod, podCfg := runPod(t, n, "pod-plain-hpc-container")
+		refused(t, pod, podCfg, hostProcessContainer("hpc", "echo", "a HostProcess container"))
+	})
+}
