@@ -2,7 +2,7 @@
 # hack/check.sh is the README's second command and what CI runs (.ci/run): it installs what it
 # needs on a Debian machine with Go (hack/deps.sh), then runs every check and every test suite:
 #
-#   gofmt, go vet (linux, windows/amd64, windows/arm64), staticcheck   hack/lint.sh
+#   gofmt, go vet (linux, windows/amd64), staticcheck                   hack/lint.sh
 #   generated protobuf code equals the committed code                   hack/proto.sh --check
 #   the Linux build and the Windows cross builds (amd64, arm64)          make build cross
 #   unit tests with the race detector                                    make test
