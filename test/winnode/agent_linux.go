@@ -121,7 +121,8 @@ func (a agent) stop(root string, timeout time.Duration) ([]string, error) {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("no %s was started in the node at %s (%s is missing): start it with `winnode %s`", a.name, root, a.argsFile(root), a.name)
+		// A kube-proxy of the node's DaemonSet pod is kubelet's: deleting the pod restarts it.
+		return nil, fmt.Errorf("no %s was started by winnode in the node at %s (%s is missing): start it with `winnode %s`; one that runs as a pod (a HostProcess DaemonSet) restarts when its pod is deleted", a.name, root, a.argsFile(root), a.name)
 	}
 	b, err := os.ReadFile(a.pidFile(root))
 	if err != nil {
