@@ -102,7 +102,7 @@ func start(ctx context.Context, f startFlags, stdin io.Reader, stdout io.Writer,
 // without running this binary again (core/runtime/v2/shim_manager.go ShimManager.Start: the
 // sandbox's bootstrap params with Version >= supportSandboxAPIVersion, 3, are written into the
 // new task's bundle as bootstrap.json, with the pod's id in its "sandbox" file). What else it
-// means there, and how the shim meets it (docs/architecture.md, "The start action"):
+// means there, and how the shim meets it (docs/architecture.md, "Wire compatibility"):
 //   - task API v3, which the shim serves (plugin.go) next to v2;
 //   - "streaming I/O": used only when the CRI runtime sets io_type = "streaming"
 //     (internal/cri/server/container_create.go), which the shim refuses by the stdio URI's
