@@ -20,8 +20,7 @@
 //     (it records the address in the bundle); start_unix.go and start_windows.go find or start
 //     the pod's shim on a unix socket or a named pipe.
 //   - manager.go: the `delete` action (cleanup after a dead shim: sandbox.Cleanup for a
-//     sandbox's bundle, task.Cleanup for a task's, and for a pod's bundle task.Cleanup of the
-//     tasks containerd 2.x handed to the pod's shim without a start run) and `-info`.
+//     sandbox's bundle, task.Cleanup for a task's) and `-info`.
 //   - service.go: the task API, one method per RPC and nothing else; service_v2.go serves the
 //     same methods as containerd.task.v2.Task, which containerd 1.7 calls (2.x calls v3: the
 //     start action tells the two apart, see start.go).

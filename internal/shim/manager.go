@@ -2,12 +2,9 @@ package shim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	bootapi "github.com/containerd/containerd/api/runtime/bootstrap/v1"
@@ -56,9 +53,7 @@ func (m *manager) Start(ctx context.Context, params *bootapi.BootstrapParams) (*
 
 // Stop is the delete action, run by containerd after a shim died: it terminates the task's
 // compute system, unmounts its layers and removes its state. Every step tolerates having been
-// done already, so it can run any number of times. For the pod's own bundle (the shim's id)
-// it also cleans up the tasks that joined the pod without a start run of their own
-// (joinedBundles): containerd runs no delete for those.
+// done already, so it can run any number of times.
 func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error) {
 	bundle := ""
 	if o, ok := ctx.Value(cshim.OptsKey{}).(cshim.Opts); ok {
@@ -71,6 +66,14 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 		}
 		bundle = wd
 	}
+	if sandbox.IsBundle(bundle) {
+		// A sandbox of the sandbox API (sandbox_service.go) whose shim was killed.
+		pid, err := sandbox.Cleanup(ctx, bundle)
+		if err != nil {
+			return cshim.StopStatus{}, err
+		}
+		return cshim.StopStatus{Pid: int(pid), ExitStatus: deleteExitStatus, ExitedAt: time.Now()}, nil
+	}
 	timeout, err := task.TimeoutFromEnv()
 	if err != nil {
 		return cshim.StopStatus{}, err
@@ -78,78 +81,11 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 	host := newHCSHost(hcs.NewHostClient())
 	ccg, _ := host.(task.CredentialGuards) // the instance of a crashed shim's task goes too
 	deps := task.Deps{Host: host, Mounter: layers.NewMounter(), HNS: task.DefaultHNS, HostProcess: hostprocess.New, HCSTimeout: timeout, CCG: ccg}
-	pid, err := cleanupBundle(ctx, deps, id, bundle)
+	pid, err := task.Cleanup(ctx, deps, id, bundle)
 	if err != nil {
 		return cshim.StopStatus{}, err
 	}
 	return cshim.StopStatus{Pid: int(pid), ExitStatus: deleteExitStatus, ExitedAt: time.Now()}, nil
-}
-
-// cleanupBundle is the delete action's work for task or sandbox id of bundle, and for the tasks
-// that joined it as a pod (joinedBundles); it returns the pid Stop reports.
-func cleanupBundle(ctx context.Context, deps task.Deps, id, bundle string) (uint32, error) {
-	var pid uint32
-	var err error
-	if sandbox.IsBundle(bundle) {
-		// A sandbox of the sandbox API (sandbox_service.go) whose shim was killed.
-		pid, err = sandbox.Cleanup(ctx, bundle)
-	} else {
-		pid, err = task.Cleanup(ctx, deps, id, bundle)
-	}
-	if err != nil {
-		return 0, err
-	}
-	joined, err := joinedBundles(bundle, id)
-	for _, b := range joined {
-		if _, jerr := task.Cleanup(ctx, deps, filepath.Base(b), b); jerr != nil {
-			err = errors.Join(err, fmt.Errorf("task %s of pod %s: %w", filepath.Base(b), id, jerr))
-		}
-	}
-	return pid, err
-}
-
-// Where containerd 2.x keeps bundles, under its state directory: task bundles in the task
-// runtime plugin's folder, sandbox-API sandboxes' in the shim sandbox controller's, each as
-// <plugin folder>/<namespace>/<id> (core/runtime/v2/bundle.go NewBundle; the plugin folder is
-// the plugin's type and id, as in docs/sandbox-api.md).
-const taskBundles = "io.containerd.runtime.v2.task"
-
-// joinedBundleSandboxFile is the file containerd 2.x writes, with the pod's id, in the bundle
-// of a task it hands to a running pod's shim without running the start action
-// (core/runtime/v2/shim_manager.go ShimManager.Start, for a pod whose shim advertised bootstrap
-// version 3, next to the bundle's bootstrap.json).
-const joinedBundleSandboxFile = "sandbox"
-
-// joinedBundles returns the bundles of the tasks that joined pod id, whose own bundle is
-// bundle (a pause container's task bundle, or a sandbox-API sandbox's), without a start run:
-// those in the namespace's task folder whose sandbox file names the pod. containerd runs no
-// delete action for such a task when the pod's shim dies (its connection is made with no
-// clean-up hook, unlike a started shim's: core/runtime/v2/shim_manager.go Start, loadShim
-// with an empty onClose), so the pod's delete cleans them up. A task folder that does not
-// exist has none.
-func joinedBundles(bundle, id string) ([]string, error) {
-	ns := filepath.Dir(bundle)
-	dir := filepath.Join(filepath.Dir(filepath.Dir(ns)), taskBundles, filepath.Base(ns))
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tasks of pod %s: %w", id, err)
-	}
-	var joined []string
-	for _, e := range entries {
-		b := filepath.Join(dir, e.Name())
-		if !e.IsDir() || e.Name() == id || b == bundle {
-			continue
-		}
-		sb, err := os.ReadFile(filepath.Join(b, joinedBundleSandboxFile))
-		if err != nil || strings.TrimSpace(string(sb)) != id {
-			continue
-		}
-		joined = append(joined, b)
-	}
-	return joined, nil
 }
 
 // Info answers `-info`: the runtime's name and version, after validating the options given on

@@ -106,10 +106,13 @@ func start(ctx context.Context, f startFlags, stdin io.Reader, stdout io.Writer,
 //   - task API v3, which the shim serves (plugin.go) next to v2;
 //   - "streaming I/O": used only when the CRI runtime sets io_type = "streaming"
 //     (internal/cri/server/container_create.go), which the shim refuses by the stdio URI's
-//     scheme (stdio.ErrUnsupported, naming it);
-//   - no `delete` run for such a task when the pod's shim dies (the task's connection has no
-//     clean-up hook): the delete action of the pod's own bundle cleans up the tasks that
-//     joined it (joinedBundles);
+//     scheme (internal/shim/stdio Open: not implemented, naming the stream and its URI);
+//   - `delete`: containerd 2.4.2 still runs the delete action in such a task's bundle when its
+//     connection to the pod's shim closes (shim_manager.go:297, loadShim with an onClose that
+//     calls cleanupAfterDeadShim; observed on the emulated node: one delete run per container,
+//     as under version 2), so each task's own delete cleans it up as before. (containerd at
+//     v2.4.0-beta.0-70-g301026e58 passes an empty onClose there instead; a containerd like
+//     that would run no delete for such a task, which this shim does not make up for.)
 //   - after a containerd restart, such a task is reconnected from its bootstrap.json
 //     (core/runtime/v2/shim_load.go), or, if the pod's shim is gone, cleaned up by a delete
 //     run in its own bundle as before.

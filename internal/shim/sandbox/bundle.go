@@ -78,7 +78,7 @@ func IsBundle(bundle string) bool {
 // sandbox held, by kind, and removes its state; it returns the pod's pid if it had started. It
 // tolerates having been done already. A process-isolated pod holds nothing but its state (its
 // HNS namespace is containerd's CRI's, which removes it in StopPodSandbox; its containers are
-// tasks with bundles of their own, which the shim's delete action cleans up after this).
+// tasks with bundles and delete actions of their own).
 func Cleanup(_ context.Context, bundle string) (pid uint32, _ error) {
 	st, err := readState(bundle)
 	if err != nil || st == nil {
