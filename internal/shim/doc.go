@@ -14,14 +14,16 @@
 //   - plugin.go: the task service (v2 and v3) and the diag service registered as a TTRPC
 //     plugin of pkg/shim, with the shim's HCS client made in its init (runc: task/plugin/).
 //   - start*.go: the `start` action (one shim per pod: a task naming a running pod's sandbox
-//     joins that pod's shim), done here because containerd keeps *shim-runhcs-v1 binaries on
-//     the legacy start protocol that pkg/shim no longer speaks. start.go is the portable part
+//     joins that pod's shim; containerd 2.x, told bootstrap version 3, hands the pod's other
+//     tasks to that shim without running it), done here because containerd keeps
+//     *shim-runhcs-v1 binaries on the legacy start protocol that pkg/shim no longer speaks. start.go is the portable part
 //     (it records the address in the bundle); start_unix.go and start_windows.go find or start
 //     the pod's shim on a unix socket or a named pipe.
 //   - manager.go: the `delete` action (cleanup after a dead shim: sandbox.Cleanup for a
 //     sandbox's bundle, task.Cleanup for a task's) and `-info`.
 //   - service.go: the task API, one method per RPC and nothing else; service_v2.go serves the
-//     same methods as containerd.task.v2.Task, which containerd 1.7 and 2.x call (see start.go).
+//     same methods as containerd.task.v2.Task, which containerd 1.7 calls (2.x calls v3: the
+//     start action tells the two apart, see start.go).
 //   - sandbox_service.go: the sandbox API, one method per RPC: the pod's sandbox
 //     (internal/shim/sandbox) without a pause container, which the pod's containers join as
 //     tasks (pod.Join); process-isolated pods only so far (a Hyper-V one is

@@ -86,8 +86,9 @@ func TestParseStartFlags(t *testing.T) {
 }
 
 // TestStartOutput: the start document must be read as version 2 by containerd 1.7 (JSON,
-// version ≤ 2) and by containerd 2.x, which first tries it as a protobuf BootstrapResult and
-// must fail to, then falls back to JSON. The options on stdin are validated first.
+// version ≤ 2) and as version 3 by containerd 2.x, which first tries it as a protobuf
+// BootstrapResult and must fail to, then falls back to JSON. The version is asked of containerd
+// at the -address start was given. The options on stdin are validated first.
 func TestStartOutput(t *testing.T) {
 	addr := "unix:///run/containerd/s/" + strings.Repeat("ab", 32)
 	var gotFlags startFlags
@@ -99,9 +100,16 @@ func TestStartOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var asked string
+	ask := func(version string) versionFunc {
+		return func(_ context.Context, address string) string { asked = address; return version }
+	}
 	var out bytes.Buffer
-	if err := start(context.Background(), startFlags{namespace: "default", id: "c1"}, bytes.NewReader(opts), &out, startShim); err != nil {
+	if err := start(context.Background(), startFlags{namespace: "default", id: "c1", address: "/run/containerd/containerd.sock"}, bytes.NewReader(opts), &out, startShim, ask("1.7.35")); err != nil {
 		t.Fatal(err)
+	}
+	if asked != "/run/containerd/containerd.sock" {
+		t.Errorf("start asked %q for containerd's version, want its -address", asked)
 	}
 	if !gotFlags.debug {
 		t.Error("log_level=debug in the options did not make the shim debug")
@@ -116,14 +124,24 @@ func TestStartOutput(t *testing.T) {
 		Protocol string
 	}
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Version != 2 || doc.Protocol != "ttrpc" || doc.Address != addr {
-		t.Errorf("start output %s: %+v %v", out.Bytes(), doc, err)
+		t.Errorf("start output under containerd 1.7 %s: %+v %v", out.Bytes(), doc, err)
+	}
+	out.Reset()
+	if err := start(context.Background(), startFlags{namespace: "default", id: "c1"}, bytes.NewReader(opts), &out, startShim, ask("v2.4.2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := proto.Unmarshal(out.Bytes(), &r); err == nil {
+		t.Fatalf("start output parses as a protobuf BootstrapResult (%v): containerd 2.x would take it as such", &r)
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Version != 3 || doc.Protocol != "ttrpc" || doc.Address != addr {
+		t.Errorf("start output under containerd 2.4.2 %s: %+v %v", out.Bytes(), doc, err)
 	}
 
 	bad, _ := proto.Marshal(mustAny(t, &options.Options{LogLevel: "loud"}))
-	if err := start(context.Background(), startFlags{namespace: "default", id: "c1"}, bytes.NewReader(bad), &out, startShim); err == nil {
+	if err := start(context.Background(), startFlags{namespace: "default", id: "c1"}, bytes.NewReader(bad), &out, startShim, ask("")); err == nil {
 		t.Error("start accepted invalid options")
 	}
-	if err := start(context.Background(), startFlags{id: "c1"}, bytes.NewReader(nil), &out, startShim); err == nil {
+	if err := start(context.Background(), startFlags{id: "c1"}, bytes.NewReader(nil), &out, startShim, ask("")); err == nil {
 		t.Error("start accepted no namespace")
 	}
 }
@@ -136,10 +154,20 @@ func mustAny(t *testing.T, m proto.Message) *anypb.Any {
 	return a
 }
 
+// TestBootstrapVersion: 3 under containerd 2.x (as its version service spells it with or without
+// the v of a release build's ldflags), 2 under 1.7 or when containerd did not answer; a
+// MAX_SHIM_VERSION of 3 or more says 3 on its own.
 func TestBootstrapVersion(t *testing.T) {
-	for in, want := range map[string]int{"": 2, "2": 2, "3": 3, "4": 3, "x": 2} {
-		if got := bootstrapVersion(in); got != want {
-			t.Errorf("bootstrapVersion(%q) = %d, want %d", in, got, want)
+	for _, c := range []struct {
+		max, containerd string
+		want            int
+	}{
+		{"2", "v2.4.2", 3}, {"2", "2.4.2+unknown", 3}, {"2", "v3.0.0", 3}, {"2", "v2.4.0-beta.0-70-g301026e58", 3},
+		{"2", "v1.7.35", 2}, {"2", "1.7.35+unknown", 2}, {"2", "", 2}, {"", "", 2}, {"2", "x", 2}, {"2", "v", 2},
+		{"3", "", 3}, {"4", "v1.7.35", 3}, {"x", "", 2},
+	} {
+		if got := bootstrapVersion(c.max, c.containerd); got != c.want {
+			t.Errorf("bootstrapVersion(%q, %q) = %d, want %d", c.max, c.containerd, got, c.want)
 		}
 	}
 }

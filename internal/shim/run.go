@@ -18,7 +18,7 @@ const RuntimeName = "io.containerd.runhcs.v1"
 // shim package.
 func Run(ctx context.Context) {
 	if f, ok := parseStartFlags(os.Args[1:]); ok {
-		if err := start(ctx, f, os.Stdin, os.Stdout, defaultLauncher().startOrJoin); err != nil {
+		if err := start(ctx, f, os.Stdin, os.Stdout, defaultLauncher().startOrJoin, containerdVersion); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: start: %s\n", RuntimeName, err)
 			os.Exit(1)
 		}

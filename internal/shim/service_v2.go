@@ -9,8 +9,8 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 )
 
-// serviceV2 serves the task service as containerd.task.v2.Task, which containerd 1.7 (and
-// containerd 2.x, for a shim that advertises bootstrap version 2) calls. Its messages are the
+// serviceV2 serves the task service as containerd.task.v2.Task, which containerd 1.7 calls
+// (containerd 2.x calls v3: the start action advertises bootstrap version 3 to it, start.go). Its messages are the
 // v3 messages under another package name (api/runtime/task/v2/shim.proto and v3/shim.proto
 // differ only in their package), so each call is converted through the wire format.
 type serviceV2 struct{ s *service }

@@ -9,12 +9,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
+	versionapi "github.com/containerd/containerd/api/services/version/v1"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/openhcs/runhcs/internal/oci"
 
@@ -36,12 +41,14 @@ const maxOptionsSize = 10 << 20
 //
 // It prints the address of the shim that will serve the task: a new shim's, or — when the
 // task belongs to a pod whose shim is running — that shim's (one shim per pod). The output is
-// the JSON bootstrap document with protocol ttrpc and the version of bootstrapVersion:
+// the JSON bootstrap document with protocol ttrpc and the version of bootstrapVersion, 2 or 3.
 // containerd 1.7 accepts versions up to 2 (runtime/v2/shim.go parseStartResponse); containerd
 // 2.x first tries the output as a protobuf BootstrapResult (which JSON never parses as), then
-// reads the same JSON, and calls containerd.task.v2.Task for version 2, v3 for version 3.
+// reads the same JSON, accepts up to 3 (core/runtime/v2/shim.go CurrentShimVersion) and calls
+// containerd.task.v2.Task for version 2, v3 for version 3 (bridge.go NewTaskClient).
+// askVersion asks containerd at the -address it was given for its version (containerdVersion).
 // Nothing may go to stderr on success: containerd reads the combined output.
-func start(ctx context.Context, f startFlags, stdin io.Reader, stdout io.Writer, startShim startFunc) error {
+func start(ctx context.Context, f startFlags, stdin io.Reader, stdout io.Writer, startShim startFunc, askVersion versionFunc) error {
 	if f.namespace == "" {
 		return fmt.Errorf("-namespace is required: %w", errdefs.ErrInvalidArgument)
 	}
@@ -75,7 +82,7 @@ func start(ctx context.Context, f startFlags, stdin io.Reader, stdout io.Writer,
 		Version  int    `json:"version"`
 		Address  string `json:"address"`
 		Protocol string `json:"protocol"`
-	}{bootstrapVersion(os.Getenv("MAX_SHIM_VERSION")), addr, "ttrpc"})
+	}{bootstrapVersion(os.Getenv("MAX_SHIM_VERSION"), askVersion(ctx, f.address)), addr, "ttrpc"})
 	if err != nil {
 		return err
 	}
@@ -83,15 +90,86 @@ func start(ctx context.Context, f startFlags, stdin io.Reader, stdout io.Writer,
 	return err
 }
 
-// bootstrapVersion is the version the start document advertises: 3 (task v3) when containerd
-// says it accepts it in MAX_SHIM_VERSION, else 2 (task v2). Both containerd 1.7 and 2.4 set
-// MAX_SHIM_VERSION=2 for this protocol, so both call containerd.task.v2.Task today; the v3
-// service is served as well for a containerd that asks for it.
-func bootstrapVersion(maxVersion string) int {
+// bootstrapVersion is the version the start document advertises: 3 under containerd 2.x, 2
+// under 1.7. Both set MAX_SHIM_VERSION=2 in the start action's environment whatever they accept
+// (1.7.35 runtime/v2/shim/util.go Command; 2.4.2 core/runtime/v2/command.go command), and both
+// invoke it alike (-namespace, -address, -publish-binary, -id, [-debug], start; the options on
+// stdin), so what tells them apart is the version containerd itself reports (containerdVersion):
+// major 2 or more answers 3, anything else — 1.x, or no answer — 2, which both accept. A
+// MAX_SHIM_VERSION of 3 or more (no containerd sets one today) answers 3 as well.
+//
+// Version 3 is what makes containerd 2.x reuse a pod's shim for the pod's other containers
+// without running this binary again (core/runtime/v2/shim_manager.go ShimManager.Start: the
+// sandbox's bootstrap params with Version >= supportSandboxAPIVersion, 3, are written into the
+// new task's bundle as bootstrap.json, with the pod's id in its "sandbox" file). What else it
+// means there, and how the shim meets it (docs/architecture.md, "Wire compatibility"):
+//   - task API v3, which the shim serves (plugin.go) next to v2;
+//   - "streaming I/O": used only when the CRI runtime sets io_type = "streaming"
+//     (internal/cri/server/container_create.go), which the shim refuses by the stdio URI's
+//     scheme (internal/shim/stdio Open: not implemented, naming the stream and its URI);
+//   - `delete`: containerd 2.4.2 still runs the delete action in such a task's bundle when its
+//     connection to the pod's shim closes (shim_manager.go:297, loadShim with an onClose that
+//     calls cleanupAfterDeadShim; observed on the emulated node: one delete run per container,
+//     as under version 2), so each task's own delete cleans it up as before. (containerd at
+//     v2.4.0-beta.0-70-g301026e58 passes an empty onClose there instead; a containerd like
+//     that would run no delete for such a task, which this shim does not make up for.)
+//   - after a containerd restart, such a task is reconnected from its bootstrap.json
+//     (core/runtime/v2/shim_load.go), or, if the pod's shim is gone, cleaned up by a delete
+//     run in its own bundle as before.
+func bootstrapVersion(maxVersion, containerdVersion string) int {
 	if v, err := strconv.Atoi(maxVersion); err == nil && v >= 3 {
 		return 3
 	}
+	if major(containerdVersion) >= 2 {
+		return 3
+	}
 	return 2
+}
+
+// major is the major number of a containerd version as its version service reports it
+// ("v2.4.2", "2.4.2+unknown", "1.7.35"), or 0 when it has none.
+func major(version string) int {
+	s := strings.TrimPrefix(version, "v")
+	if i := strings.IndexAny(s, ".+-"); i >= 0 {
+		s = s[:i]
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// versionFunc asks containerd at its gRPC address for its version: containerdVersion, or a
+// stand-in in tests. It returns "" when containerd does not answer.
+type versionFunc func(ctx context.Context, address string) string
+
+// versionTimeout bounds the version question; containerd, which is waiting for this start
+// action, answers it at once, and an unanswered question only costs version 2.
+const versionTimeout = 10 * time.Second
+
+// containerdVersion asks containerd.services.version.v1.Version/Version at address (the -address
+// containerd passes, its gRPC endpoint: a unix socket, or a named pipe on Windows; dialed by
+// dialContainerd). Both 1.7 and 2.x serve it (services/version, plugins/services/version) with
+// their version.Version. Any failure is "": the caller then answers version 2.
+func containerdVersion(ctx context.Context, address string) string {
+	if address == "" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	defer cancel()
+	conn, err := grpc.NewClient("passthrough:///"+address,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(dialContainerd))
+	if err != nil {
+		return ""
+	}
+	defer conn.Close()
+	r, err := versionapi.NewVersionClient(conn).Version(ctx, &emptypb.Empty{})
+	if err != nil {
+		return ""
+	}
+	return r.GetVersion()
 }
 
 // shimGroup is the pod a task belongs to: the sandbox id CRI puts on every container of a pod

@@ -132,3 +132,10 @@ func (ln launcher) serving(address string) (bool, error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// dialContainerd connects to containerd's gRPC endpoint, a unix socket (-address, a path or a
+// unix:// URL).
+func dialContainerd(ctx context.Context, address string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", strings.TrimPrefix(address, "unix://"))
+}

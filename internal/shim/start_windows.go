@@ -3,6 +3,7 @@ package shim
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"syscall"
@@ -73,3 +74,9 @@ func (l launcher) launchOrJoin(ctx context.Context, f startFlags, bundle, group 
 
 // removeShimSocket: a named pipe disappears with its last handle.
 func removeShimSocket(string) error { return nil }
+
+// dialContainerd connects to containerd's gRPC endpoint, a named pipe (-address
+// \\.\pipe\containerd-containerd by default).
+func dialContainerd(ctx context.Context, address string) (net.Conn, error) {
+	return winio.DialPipeContext(ctx, address)
+}

@@ -73,6 +73,12 @@ func Open(ctx context.Context, ns, id string, c Config) (_ *Upstream, retErr err
 			_ = u.Close()
 		}
 	}()
+	for _, s := range []struct{ name, uri string }{{"stdin", c.Stdin}, {"stdout", c.Stdout}, {"stderr", c.Stderr}} {
+		if isStreaming(s.uri) {
+			return nil, fmt.Errorf("%s %q: streaming I/O (CRI runtime io_type = \"streaming\") is not supported; use io_type = \"fifo\": %w",
+				s.name, s.uri, errdefs.ErrNotImplemented)
+		}
+	}
 	if scheme, uri, ok := logURI(c.Stdout); ok {
 		switch scheme {
 		case schemeFile:
@@ -121,6 +127,15 @@ func Open(ctx context.Context, ns, id string, c Config) (_ *Upstream, retErr err
 		u.Stderr = errw.(io.WriteCloser)
 	}
 	return u, nil
+}
+
+// isStreaming reports whether s is a URI of containerd 2.x's streaming I/O, which CRI sends for
+// a runtime with io_type = "streaming": <ttrpc|grpc>+<transport>://…?streaming_id=…
+// (internal/cri/io/streaming.go; the path may be a named pipe's, which url.Parse refuses). The
+// shim serves no streaming API.
+func isStreaming(s string) bool {
+	scheme, _, ok := strings.Cut(s, "://")
+	return ok && (strings.HasPrefix(scheme, "ttrpc+") || strings.HasPrefix(scheme, "grpc+"))
 }
 
 // logURI reports whether s is a URI with a scheme (file://, binary://) rather than a FIFO or

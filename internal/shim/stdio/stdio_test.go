@@ -152,3 +152,23 @@ func TestRelayAbort(t *testing.T) {
 		t.Fatal("Abort did not end the relay")
 	}
 }
+
+// TestOpenRefusesStreaming: the stdio of a CRI runtime with io_type = "streaming" (containerd
+// 2.x internal/cri/io/streaming.go: <ttrpc|grpc>+<transport>://…?streaming_id=…) is refused as
+// not implemented, naming the stream and its URI, before anything is opened.
+func TestOpenRefusesStreaming(t *testing.T) {
+	const uri = `ttrpc+npipe://\\.\pipe\containerd-shim-k8s.io-pod-pipe?streaming_id=c1-stdout`
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"stdout", Config{Stdout: uri}},
+		{"stdin", Config{Stdin: "grpc+unix:///run/s.sock?streaming_id=c1-stdin"}},
+		{"stderr", Config{Stderr: "ttrpc+unix:///run/s.sock?streaming_id=c1-stderr"}},
+	} {
+		_, err := Open(context.Background(), "k8s.io", "c1", c.cfg)
+		if !errdefs.IsNotImplemented(err) || !strings.Contains(err.Error(), c.name+" ") || !strings.Contains(err.Error(), "streaming") {
+			t.Errorf("%s: Open(%+v) = %v, want a not-implemented error naming %s and streaming I/O", c.name, c.cfg, err, c.name)
+		}
+	}
+}
