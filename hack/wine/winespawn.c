@@ -19,7 +19,14 @@
  * one that ends later has an exit status and is no ERROR_INTERNAL_ERROR: starting it again
  * is what the caller would have got on Windows. Only ERROR_INTERNAL_ERROR is retried, at most
  * SPAWN_ATTEMPTS times in all; any other failure (a missing file, a bad image) is the caller's.
- * Each retry says so on stderr, so a log shows that it happened.
+ *
+ * Each retry is reported out of band, never on the process's own stdout or stderr: on Windows a
+ * CreateProcess that succeeds writes nothing, and a process's output can be its answer. The shim's
+ * start action is such a process: containerd reads its combined stdout and stderr as the
+ * bootstrap answer (containerd 1.7.35 runtime/v2/binary.go, cmd.CombinedOutput), so a notice
+ * there broke a pod's start ("…starting it again\r\n{"version":2,…}: Invalid name."). The
+ * notice goes to the file RUNHCS_WINECOMPAT_LOG names, appended, one line per retry with the
+ * process id; without it, to OutputDebugString (Wine shows it with WINEDEBUG=+debugstr).
  *
  * Go programs find CreateProcessW with GetProcAddress (syscall's lazy kernel32 procs), which
  * reads kernel32's export table; calls that DLLs bound at load time are untouched.
@@ -41,11 +48,47 @@ typedef BOOL(WINAPI *create_process_w_fn)(LPCWSTR app, LPWSTR cmdline, LPSECURIT
 static create_process_w_fn real_create_process_w;
 static LONG injected_faults;
 
-static void say(const char *msg)
-{
-	DWORD n;
+static const char retry_line[] = "winespawn (runhcs hack/wine): CreateProcessW: Wine could not start the new "
+				 "process (ERROR_INTERNAL_ERROR); starting it again";
 
-	WriteFile(GetStdHandle(STD_ERROR_HANDLE), msg, lstrlenA(msg), &n, NULL);
+/* report_retry says that a start is done again, where RUNHCS_WINECOMPAT_LOG names, else to the
+ * debugger: see the comment at the top for why never on stdout or stderr. */
+static void report_retry(void)
+{
+	WCHAR path[MAX_PATH];
+	char line[sizeof(retry_line) + 32], digits[12];
+	DWORD n, pid = GetCurrentProcessId();
+	int i, d = 0;
+	HANDLE f;
+
+	/* "pid N: <retry_line>\r\n", formatted by hand: this DLL links kernel32 alone. */
+	lstrcpyA(line, "pid ");
+	i = 4;
+	do {
+		digits[d++] = (char)('0' + pid % 10);
+		pid /= 10;
+	} while (pid > 0);
+	while (d > 0)
+		line[i++] = digits[--d];
+	line[i++] = ':';
+	line[i++] = ' ';
+	lstrcpyA(line + i, retry_line);
+	lstrcatA(line, "\r\n");
+	n = GetEnvironmentVariableW(L"RUNHCS_WINECOMPAT_LOG", path, MAX_PATH);
+	if (n == 0 || n >= MAX_PATH) {
+		OutputDebugStringA(line);
+		return;
+	}
+	/* FILE_APPEND_DATA alone: each write goes to the end, so the lines of processes that
+	 * retry at once do not overwrite each other. */
+	f = CreateFileW(path, FILE_APPEND_DATA, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+			OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+	if (f == INVALID_HANDLE_VALUE) {
+		OutputDebugStringA(line);
+		return;
+	}
+	WriteFile(f, line, lstrlenA(line), &n, NULL);
+	CloseHandle(f);
 }
 
 static BOOL WINAPI compat_create_process_w(LPCWSTR app, LPWSTR cmdline, LPSECURITY_ATTRIBUTES process_attrs,
@@ -66,8 +109,7 @@ static BOOL WINAPI compat_create_process_w(LPCWSTR app, LPWSTR cmdline, LPSECURI
 		}
 		if (ok || GetLastError() != ERROR_INTERNAL_ERROR || attempt == SPAWN_ATTEMPTS)
 			return ok;
-		say("winespawn (runhcs hack/wine): CreateProcessW: Wine could not start the new process "
-		    "(ERROR_INTERNAL_ERROR); starting it again\r\n");
+		report_retry();
 	}
 }
 

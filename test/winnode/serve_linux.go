@@ -110,12 +110,18 @@ func (n *node) path(elem ...string) string {
 	return filepath.Join(append([]string{n.root}, elem...)...)
 }
 
+// wineCompatLog is where the node's Windows processes report what hack/wine's compat DLL did for
+// them (a process start done again, winespawn.c), as Wine sees the file: never their own stderr,
+// which can be a process's answer (the shim's start action's is containerd's bootstrap answer).
+func (n *node) wineCompatLog() string { return win(n.path("logs", "winecompat.log")) }
+
 func (n *node) up(ctx context.Context) error {
 	start := time.Now()
 	prefix := n.path("wine", "prefix")
 	wineDebug := wineDebugChannels()
 	n.env = append(os.Environ(), "WINEPREFIX="+prefix, "WINEARCH=win64", "WINEDEBUG="+wineDebug, "DISPLAY=",
-		"WINEDLLOVERRIDES=mscoree=;mshtml=", "HCSEMU_TCP_KEY_FILE="+n.path("hcsemu.key"))
+		"WINEDLLOVERRIDES=mscoree=;mshtml=", "HCSEMU_TCP_KEY_FILE="+n.path("hcsemu.key"),
+		"RUNHCS_WINECOMPAT_LOG="+n.wineCompatLog())
 	if err := n.step("hcsemu (HCS, HNS, storage)", n.startHCSEmu); err != nil {
 		return err
 	}
@@ -142,7 +148,7 @@ func (n *node) up(ctx context.Context) error {
 	return rootdir.WriteEnv(envFile(n.root), [][2]string{
 		{"WINEPREFIX", prefix}, {"WINE64", wine64}, {"WINEARCH", "win64"}, {"WINEDEBUG", wineDebug},
 		{"WINEDLLOVERRIDES", "mscoree=;mshtml="}, {"HCSEMU_TCP_ADDRESS", n.tcp}, {"HCSEMU_TCP_KEY_FILE", n.path("hcsemu.key")},
-		{"RUNHCS_NODE_PIPE", Pipe}, {"RUNHCS_NODE_REGISTRY", registryAddr}, {"RUNHCS_NODE_ROOT", n.root},
+		{"RUNHCS_WINECOMPAT_LOG", n.wineCompatLog()}, {"RUNHCS_NODE_PIPE", Pipe}, {"RUNHCS_NODE_REGISTRY", registryAddr}, {"RUNHCS_NODE_ROOT", n.root},
 		{"RUNHCS_NODE_CONTAINERD", version}, {"RUNHCS_NODE_SNAPSHOTTER", n.snapshotter},
 		{"RUNHCS_NODE_SANDBOXER", n.sandboxer}, {"RUNHCS_NODE_POD_SUBNET", n.pods.Subnet.String()},
 	})
@@ -175,7 +181,8 @@ func (n *node) makePrefix(prefix string) error {
 	if err != nil {
 		return err
 	}
-	reg += machineEnvironment([][2]string{{"HCSEMU_TCP_ADDRESS", n.tcp}, {"HCSEMU_TCP_KEY_FILE", n.path("hcsemu.key")}})
+	reg += machineEnvironment([][2]string{{"HCSEMU_TCP_ADDRESS", n.tcp}, {"HCSEMU_TCP_KEY_FILE", n.path("hcsemu.key")},
+		{"RUNHCS_WINECOMPAT_LOG", n.wineCompatLog()}})
 	regFile := n.path("wine", "version.reg")
 	if err := os.WriteFile(regFile, []byte(reg), 0o644); err != nil {
 		return err
