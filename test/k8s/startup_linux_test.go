@@ -10,8 +10,14 @@ package k8s
 //
 //	hack/cluster.sh run --root DIR k8s.test -test.run '^$' -test.bench PodStartup -test.benchtime 1x
 //
-// Each sub-benchmark starts 30 pods at once and reports p50, p90 and p99 in seconds, and the
-// load average (1 min) before and after.
+// Each sub-benchmark starts 30 pods and reports p50, p90 and p99 in seconds, and the load
+// average (1 min) before and after:
+//   - process, deployment-0-to-30: 30 pods at once (a burst: the node's throughput);
+//   - process-one-at-a-time, hyperv-one-at-a-time: 30 pods one after another, each created
+//     once the previous one is gone, so that each starts on an otherwise idle node. This is
+//     closer to the conditions of the SLO's measurement: SIG Scalability's density test creates
+//     its latency pods at a bounded rate across the cluster, so that no node starts 30 at once
+//     (clusterloader2's pod startup latency measurement).
 
 import (
 	"context"
@@ -86,9 +92,9 @@ func watchRunning(ctx context.Context, b *testing.B, cs *kubernetes.Clientset, n
 			return out
 		}
 	}
-	// Not all running: report those that ran, and why the others did not (the node may not
-	// hold 30 of them: 30 utility VMs of the hypervisor handler's 1024 MB do not fit a host of
-	// less than 30 GB, and the emulator refuses the next one with E_OUTOFMEMORY, as HCS does).
+	// Not all running: report those that ran, and why the others did not (a node may not hold
+	// them all: the scheduler's "Insufficient cpu", or a utility VM the emulator refuses with
+	// E_OUTOFMEMORY, as HCS does, when the host's memory is taken).
 	pods, _ := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	var why []string
 	for i := range pods.Items {
@@ -163,9 +169,12 @@ func prepull(b *testing.B, cs *kubernetes.Clientset, ns, runtimeClass string) {
 func BenchmarkPodStartup(b *testing.B) {
 	cs := client(b)
 	applyRuntimeClasses(b, cs)
+	// No burst of Hyper-V pods: the Hyper-V RuntimeClass's overhead (500m CPU a pod) lets the
+	// scheduler place about 3 of them on a node of 2 CPUs, and the rest stay Pending, as they
+	// should; what a burst of them measured was the node's capacity. Hyper-V start-up is
+	// measured one pod at a time (hyperv-one-at-a-time).
 	for _, c := range []struct{ name, runtimeClass string }{
 		{"process", "runhcs-wcow-process"},
-		{"hyperv", "runhcs-wcow-hypervisor"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for range b.N {
@@ -193,6 +202,25 @@ func BenchmarkPodStartup(b *testing.B) {
 					t, ok := created[name]
 					return t, ok
 				})
+				report(b, c.name, d, load)
+				deleteNamespaceAndWait(b, cs, ns)
+			}
+		})
+	}
+	for _, c := range []struct{ name, runtimeClass string }{
+		{"process-one-at-a-time", "runhcs-wcow-process"},
+		{"hyperv-one-at-a-time", "runhcs-wcow-hypervisor"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				ns := namespace(b, cs)
+				prepull(b, cs, ns, c.runtimeClass)
+				waitPodGone(b, cs, ns, "prepull")
+				load := loadAverage()
+				var d []time.Duration
+				for i := range startupPods {
+					d = append(d, startOne(b, cs, ns, fmt.Sprintf("seq-%02d", i), c.runtimeClass))
+				}
 				report(b, c.name, d, load)
 				deleteNamespaceAndWait(b, cs, ns)
 			}
@@ -227,6 +255,54 @@ func BenchmarkPodStartup(b *testing.B) {
 			deleteNamespaceAndWait(b, cs, ns)
 		}
 	})
+}
+
+// startOne creates the pod name of runtimeClass and answers the time from just before its Create
+// to the watch showing all its containers running; it then deletes the pod and waits until it
+// is gone, so that the next pod starts on an idle node.
+func startOne(b *testing.B, cs *kubernetes.Clientset, ns, name, runtimeClass string) time.Duration {
+	b.Helper()
+	var mu sync.Mutex
+	var t0 time.Time
+	ready := make(chan struct{})
+	go func() {
+		<-ready
+		mu.Lock()
+		t0 = time.Now()
+		mu.Unlock()
+		if _, err := cs.CoreV1().Pods(ns).Create(context.Background(), startupPod(name, runtimeClass), metav1.CreateOptions{}); err != nil {
+			b.Error(err)
+		}
+	}()
+	d := watchRunning(context.Background(), b, cs, ns, 1, ready, func(n string) (time.Time, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return t0, n == name
+	})
+	if len(d) != 1 {
+		b.FailNow() // watchRunning said why
+	}
+	if err := cs.CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	waitPodGone(b, cs, ns, name)
+	return d[0]
+}
+
+// waitPodGone waits until the pod is no longer in the API (kubelet has ended its containers).
+func waitPodGone(b testing.TB, cs *kubernetes.Clientset, ns, name string) {
+	b.Helper()
+	deadline := time.Now().Add(waitLong)
+	for {
+		_, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("pod %s/%s: still in the API %s after its deletion (%v)", ns, name, waitLong, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // deleteNamespaceAndWait deletes the namespace and waits until it is gone (its pods with it), so
