@@ -152,6 +152,68 @@ func TestLogonServiceAccounts(t *testing.T) {
 	}
 }
 
+// TestLogonGroupMember: a HostProcess user that is a local group ("Users") logs on as a
+// temporary local account made for it, a member of the group (hcsshim's makeLocalAccount); a
+// process starts with its token; DeleteAccount removes the account, after which it neither
+// logs on nor is found, and a second DeleteAccount is done. A name that is neither an account
+// nor a group is refused naming it. Under Wine the accounts are hack/wine/wineaccount.c's.
+func TestLogonGroupMember(t *testing.T) {
+	ctx := context.Background()
+	h, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	account := fmt.Sprintf("rhcs-t%d", os.Getpid()%100000)
+	tok, err := h.Logon(ctx, "Users", account, false)
+	if err != nil {
+		t.Fatalf("Logon Users as %s: %v", account, err)
+	}
+	defer func() { _ = h.DeleteAccount(ctx, account) }()
+	sid, _, use, err := windows.LookupSID("", account)
+	if err != nil || use != windows.SidTypeUser {
+		t.Errorf("LookupSID(%s) = %v, type %d, %v; want a user", account, sid, use, err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := os.Getwd()
+	job, err := h.CreateJob(ctx, fmt.Sprintf("runhcs-group-%d", os.Getpid()), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := job.Start(ctx, &ProcessSpec{CommandLine: `"` + exe + `" -test.run=^$`, Dir: dir,
+		Env: []string{"RUNHCS_HOSTPROCESS_HELPER=group"}, Token: tok, Stdout: true})
+	if err != nil {
+		t.Errorf("Start as %s: %v", account, err)
+	} else {
+		_, out, _ := p.Stdio()
+		b, _ := io.ReadAll(out)
+		<-p.Exited()
+		if code, _ := p.ExitCode(); code != 3 || !strings.Contains(string(b), "helper:group") {
+			t.Errorf("as %s: output %q, exit code %d", account, b, code)
+		}
+		p.Close()
+	}
+	job.Close()
+	tok.Close()
+	if _, err := h.Logon(ctx, "Users", account, false); err == nil || !strings.Contains(err.Error(), account) {
+		t.Errorf("a second temporary account of the same name: %v, want an error naming it", err)
+	}
+	if err := h.DeleteAccount(ctx, account); err != nil {
+		t.Fatalf("DeleteAccount: %v", err)
+	}
+	if _, _, _, err := windows.LookupSID("", account); err == nil {
+		t.Errorf("LookupSID(%s) after DeleteAccount: found", account)
+	}
+	if err := h.DeleteAccount(ctx, account); err != nil {
+		t.Errorf("DeleteAccount of a deleted account: %v, want done", err)
+	}
+	if _, err := h.Logon(ctx, "runhcs-no-such-group", account, false); err == nil || !strings.Contains(err.Error(), "runhcs-no-such-group") {
+		t.Errorf("Logon of a name that is no account nor group: %v, want an error naming it", err)
+	}
+}
+
 // TestDrivePath: a path below a volume that has a drive letter becomes the drive's path, so
 // that a single file given as a volume path can be bound (see drivePath); a volume's root, a
 // volume without a drive and a drive path stay as they are.

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(spawnHelperEnv) == "1" {
 		os.Exit(spawnOnce())
 	}
+	if name := os.Getenv(accountHelperEnv); name != "" {
+		os.Exit(findAccount(name))
+	}
 	os.Exit(m.Run())
 }
 

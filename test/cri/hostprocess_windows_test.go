@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
+	"golang.org/x/sys/windows"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -126,6 +128,27 @@ func TestHostProcess(t *testing.T) {
 		}
 	}
 
+	// A local group: the shim makes a temporary local account, a member of the group, named
+	// after the container (hcsshim: the id's first 20 characters), runs the container as it
+	// and deletes it with the container. This test runs in the node's Windows environment, so
+	// it sees the host's accounts.
+	grpCfg := hostProcessContainer("hpc-as-users", "sleep", "600")
+	grpCfg.Windows.SecurityContext.RunAsUsername = "Users"
+	grpID := startContainer(t, n, pod, podCfg, grpCfg)
+	account := grpID[:20]
+	if r := localAccount(account); r != 0 {
+		t.Errorf("the temporary account %s of a container running as the group Users: NetUserGetInfo = %d, want it there", account, r)
+	}
+	if err := n.rt.StopContainer(ctx(t), grpID, 0); err != nil {
+		t.Fatalf("StopContainer: %v", err)
+	}
+	if err := n.rt.RemoveContainer(ctx(t), grpID); err != nil {
+		t.Fatalf("RemoveContainer: %v", err)
+	}
+	if r := localAccount(account); r != nerrUserNotFound {
+		t.Errorf("the temporary account %s after RemoveContainer: NetUserGetInfo = %d, want NERR_UserNotFound (%d)", account, r, nerrUserNotFound)
+	}
+
 	// A host path: the folder is the test's own, on the same Wine prefix as the node's processes.
 	hostFile := filepath.Join(t.TempDir(), "hpc-wrote.txt")
 	runHostProcess(t, n, pod, podCfg, hostProcessContainer("hpc-write", "write", hostFile, "from a HostProcess container"))
@@ -156,6 +179,20 @@ func TestHostProcess(t *testing.T) {
 			break
 		}
 	}
+}
+
+var procNetUserGetInfo = windows.NewLazySystemDLL("netapi32.dll").NewProc("NetUserGetInfo")
+
+const nerrUserNotFound = 2221 // lmerr.h: NERR_BASE + 121
+
+// localAccount answers NetUserGetInfo's status for the host's local account name: 0 if it exists.
+func localAccount(name string) uintptr {
+	var buf *byte
+	r, _, _ := procNetUserGetInfo.Call(0, uintptr(unsafe.Pointer(windows.StringToUTF16Ptr(name))), 0, uintptr(unsafe.Pointer(&buf)))
+	if r == 0 {
+		windows.NetApiBufferFree(buf)
+	}
+	return r
 }
 
 // TestHostProcessRefusals: a pod and its containers must agree on HostProcess, both ways, and a
