@@ -3,6 +3,7 @@
 package cri
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -86,18 +87,37 @@ func cpuRate(t *testing.T, n *node, id string, window time.Duration) float64 {
 // TestUpdateCPUMaximum caps a spinning container with UpdateContainerResources' CpuMaximum
 // (hundredths of a percent of the host's processors, an HCS modify of Container/Processor): its
 // CPU rate, measured with CRI stats, drops. A maximum Windows refuses (above 10000) fails the
-// call with an error naming the field and leaves the container running. Process isolated and in
-// a Hyper-V pod.
+// call with an error naming the field and leaves the container running. Process isolated, in
+// a Hyper-V pod, and as a HostProcess container (the cap of its job object, with the job's
+// accounting as its stats; under Wine hack/wine/winejob.c enforces the job's hard cap).
 func TestUpdateCPUMaximum(t *testing.T) {
-	for _, tc := range []struct{ name, handler string }{{"process", ""}, {"hyperv", hypervHandler}} {
-		t.Run(tc.name, func(t *testing.T) { testUpdateCPUMaximum(t, tc.handler) })
+	for _, tc := range []struct{ name, handler string }{{"process", ""}, {"hyperv", hypervHandler}, {"hostprocess", ""}} {
+		t.Run(tc.name, func(t *testing.T) { testUpdateCPUMaximum(t, tc.handler, tc.name == "hostprocess") })
 	}
 }
 
-func testUpdateCPUMaximum(t *testing.T, handler string) {
+func testUpdateCPUMaximum(t *testing.T, handler string, hostProcess bool) {
 	n := connect(t)
-	pod, podCfg := runPodWith(t, n, "pod-update-cpu", handler)
-	id := startContainer(t, n, pod, podCfg, containerConfig("spinner", "spin", "600"))
+	var pod string
+	var podCfg *runtimeapi.PodSandboxConfig
+	cfg := containerConfig("spinner", "spin", "600")
+	if hostProcess {
+		podCfg = hostProcessPod(t, "pod-update-cpu-hpc")
+		var err error
+		if pod, err = n.rt.RunPodSandbox(ctx(t), podCfg, ""); err != nil {
+			t.Fatalf("RunPodSandbox of a HostProcess pod: %v", err)
+		}
+		t.Cleanup(func() {
+			c, cancel := context.WithTimeout(context.Background(), rpcTimeout)
+			defer cancel()
+			n.rt.StopPodSandbox(c, pod)
+			n.rt.RemovePodSandbox(c, pod)
+		})
+		cfg = hostProcessContainer("spinner", "spin", "600")
+	} else {
+		pod, podCfg = runPodWith(t, n, "pod-update-cpu", handler)
+	}
+	id := startContainer(t, n, pod, podCfg, cfg)
 	// Let it start spinning before the first window.
 	waitStats(t, n, id, "CPU time", func(st *runtimeapi.ContainerStats) bool { return cpuNS(st) > 0 })
 	before := cpuRate(t, n, id, 3*time.Second)
@@ -109,6 +129,7 @@ func testUpdateCPUMaximum(t *testing.T, handler string) {
 		t.Fatalf("UpdateContainerResources CpuMaximum 200: %v", err)
 	}
 	after := cpuRate(t, n, id, 3*time.Second)
+	t.Logf("CPU rate %.3f cores before the cap, %.3f after", before, after)
 	// Generous: a loaded machine may give the spinner little before, the cap gives it 0.04.
 	if after >= before || after > 0.2 {
 		t.Fatalf("CPU rate %.3f cores before the cap, %.3f after CpuMaximum 200: want it to drop to about 0.04", before, after)
