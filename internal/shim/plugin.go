@@ -20,6 +20,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/hcs"
 	"github.com/openhcs/runhcs/internal/layers"
+	"github.com/openhcs/runhcs/internal/shim/sandbox"
 	"github.com/openhcs/runhcs/internal/shim/task"
 )
 
@@ -53,6 +54,13 @@ func registerPlugins() {
 				}
 				svc := newService(ic.Context, newHCSHost(hcs.NewHostClient()), layers.NewMounter(), pp.(cshim.Publisher), sd)
 				svc.deps.HCSTimeout = timeout
+				// containerd's gRPC address (its -address), where a Hyper-V sandbox-API
+				// sandbox finds its boot image (bootimage.go).
+				if address, ok := ic.Properties[plugins.PropertyGRPCAddress]; ok && address != "" {
+					svc.bootImage = func(sandboxID, ref string) (sandbox.BootImage, error) {
+						return newContainerdBoot(address, svc.deps.Namespace, sandboxID, ref)
+					}
+				}
 				// The task the shim was started for has its log pipe from pkg/shim (its -id flag).
 				if f := flag.Lookup("id"); f != nil {
 					svc.logs.skip = f.Value.String()
