@@ -48,6 +48,18 @@ func TestSandboxSoak(t *testing.T) {
 	if _, err := n.img.PullImage(ctx(t), &runtimeapi.ImageSpec{Image: testImage}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
+	if *soakHVKill > 0 {
+		// The node's first utility VM makes hcsemu's shared mount of its VMs folder, which
+		// stays while the daemon runs (internal/hcsemu/layout VMsDir), and the CRI's first
+		// Hyper-V pod pulls the pause image: one Hyper-V pod first, so the baseline has both.
+		warm := runPodConfig(t, n, podConfig(t, "soak-hyperv-warm-up"), hypervHandler)
+		if err := n.rt.StopPodSandbox(ctx(t), warm); err != nil {
+			t.Fatalf("StopPodSandbox: %v", err)
+		}
+		if _, err := removePodSandbox(ctx(t), n.rt, warm); err != nil {
+			t.Fatalf("RemovePodSandbox: %v", err)
+		}
+	}
 	waitNoShim(t)
 	base := baseline(t)
 	t.Logf("baseline: %d mounts under the node's root, HNS namespaces %v", base.mounts, base.namespaces)
