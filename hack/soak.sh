@@ -36,7 +36,7 @@ if [[ " ${RUNHCS_SOAK_CONTAINERD:-2 1.7} " == *" 2 "* ]]; then
 	start=${SECONDS}
 	echo "soak: the shim sandboxer, emulated node, containerd 2" >&2
 	counts=()
-	[[ "${RUNHCS_SOAK:-}" == long ]] && counts=(-soak.pods 500 -soak.kills 100 -test.timeout 2h)
+	[[ "${RUNHCS_SOAK:-}" == long ]] && counts=(-soak.pods 500 -soak.kills 100 -soak.hyperv-kills 20 -test.timeout 2h)
 	if ! bash hack/winnode.sh soak --root "$(mktemp -d /tmp/runhcs-winnode-soak.XXXXXX)" "${counts[@]}"; then
 		failed+=("2 (shim sandboxer)")
 	fi

@@ -26,9 +26,9 @@
 # --sandboxer shim runs the default handler's pods through containerd 2.x's sandbox API, served by
 # the shim (docs/sandbox-api.md). soak brings a node up with --sandboxer shim on containerd 2.4.2
 # and runs the shim sandboxer's soak in it (test/cri TestSandboxSoak: pods churned, pods' shims
-# SIGKILLed, nothing left), under `winnode run --shim-kills`, which does the SIGKILLs the test
-# asks for; flags after the options go to the test binary (-soak.pods N, -soak.kills N,
-# -soak.parallel N); make soak runs it.
+# SIGKILLed, Hyper-V pods' too, nothing left), under `winnode run --shim-kills`, which does the
+# SIGKILLs the test asks for; flags after the options go to the test binary (-soak.pods N,
+# -soak.kills N, -soak.hyperv-kills N, -soak.parallel N); make soak runs it.
 # test-kubelet brings a node up and runs test/winnode TestKubeletStaticPod in it: kubelet.exe
 # (the Windows build of kubelet; by default the pinned one, hack/tools.sh kubelet) standalone, a
 # static pod, its node figures, and down.

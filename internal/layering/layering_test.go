@@ -29,7 +29,7 @@ var rules = map[string][]string{
 	// The shim: the service, then the lifecycle packages under it.
 	"internal/shim": {"internal/atomicfile", "internal/computecore", "internal/hcs", "internal/hcs/schema2",
 		"internal/hostprocess", "internal/layers", "internal/oci", "internal/shim/pod", "internal/shim/sandbox", "internal/shim/stdio",
-		"internal/shim/task", "internal/uvm", "protocols/diag", "protocols/options"},
+		"internal/shim/task", "internal/uvm", "protocols/diag", "protocols/options", "protocols/stats"},
 	// The pod a shim serves: its tasks (one type per kind), its isolation, its VM and its rules.
 	"internal/shim/pod": {"internal/oci", "internal/shim/sandbox", "internal/shim/task", "internal/uvm"},
 	// A sandbox served through containerd's sandbox API: its states and its record on disk; the

@@ -20,15 +20,18 @@
 //     (it records the address in the bundle); start_unix.go and start_windows.go find or start
 //     the pod's shim on a unix socket or a named pipe.
 //   - manager.go: the `delete` action (cleanup after a dead shim: sandbox.Cleanup for a
-//     sandbox's bundle, task.Cleanup for a task's) and `-info`.
+//     sandbox's bundle, with a Hyper-V sandbox's VM ended by task.Cleanup and its boot image
+//     released through containerd; task.Cleanup for a task's) and `-info`.
 //   - service.go: the task API, one method per RPC and nothing else; service_v2.go serves the
 //     same methods as containerd.task.v2.Task, which containerd 1.7 calls (2.x calls v3: the
 //     start action tells the two apart, see start.go).
 //   - sandbox_service.go: the sandbox API, one method per RPC: the pod's sandbox
 //     (internal/shim/sandbox) without a pause container, which the pod's containers join as
-//     tasks (pod.Join); process-isolated pods only so far (a Hyper-V one is
-//     refused as not implemented). The start action keeps the runtime options of a sandbox
-//     bundle, which has no config.json, for CreateSandbox.
+//     tasks (pod.Join): a process-isolated pod, or a Hyper-V pod whose utility VM is made by
+//     StartSandbox and hosts the pod's containers. The start action keeps the runtime options
+//     of a sandbox bundle, which has no config.json, for CreateSandbox.
+//   - bootimage.go: a Hyper-V sandbox's boot image through containerd's API (the handler's
+//     sandbox_image, resolved to a read-only view under a lease of its own).
 //   - create.go: the translation of a Create request (spec, options, layers) into a
 //     task.Config, handed to the pod; hyperv.go that of a Hyper-V task: the pod's sandbox (its
 //     utility VM, sized by oci.VMSizing from the options and annotations), a container in the

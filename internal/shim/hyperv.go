@@ -58,7 +58,7 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 		if err := s.pod.CanCreateVMSandbox(req.ID); err != nil {
 			return nil, err
 		}
-		o, err := s.vmOptions(ctx, req.ID, spec, opts, chain)
+		o, err := s.vmOptions(ctx, req.ID, spec, opts, chain.Parents, chain.Scratch)
 		if err != nil {
 			return nil, err
 		}
@@ -101,7 +101,7 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 	}
 	// Outside a pod (no CRI annotations: ctr, the Go client), the task gets a VM of its own,
 	// booted from its own image, as hcsshim's newHcsStandaloneTask does (task_hcs.go).
-	o, err := s.vmOptions(ctx, req.ID, spec, opts, chain)
+	o, err := s.vmOptions(ctx, req.ID, spec, opts, chain.Parents, chain.Scratch)
 	if err != nil {
 		return nil, err
 	}
@@ -113,9 +113,11 @@ func (s *service) createHyperV(ctx context.Context, req *taskapi.CreateTaskReque
 		Endpoints: task.OwnEndpoints(spec), CredentialSpec: credSpec}, uvm.ScratchDisk(chain.Scratch))
 }
 
-// vmOptions sizes the utility VM of the task id (<id>@vm) and finds its boot layer among the
-// task's layers.
-func (s *service) vmOptions(ctx context.Context, id string, spec *specs.Spec, opts *options.Options, chain *layers.Chain) (*uvm.Options, error) {
+// vmOptions sizes the utility VM of the task or sandbox id (<id>@vm) from spec's annotations
+// and resources and the runtime options, and finds its boot layer among parents (the task's
+// layers, or a sandbox-API sandbox's boot image's), nearest first; scratch is the snapshot
+// that may hold the VM's scratch disk ("" for none).
+func (s *service) vmOptions(ctx context.Context, id string, spec *specs.Spec, opts *options.Options, parents []string, scratch string) (*uvm.Options, error) {
 	pc, ok := s.deps.Host.(processorCounter)
 	if !ok {
 		return nil, fmt.Errorf("task %s: the host cannot report its processors: %w", id, errdefs.ErrNotImplemented)
@@ -131,10 +133,12 @@ func (s *service) vmOptions(ctx context.Context, id string, spec *specs.Spec, op
 		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
 	o := &uvm.Options{ID: uvm.VMID(id), Owner: oci.Owner, VMSize: size}
-	if o.BootLayer, err = uvm.FindBootLayer(chain.Parents); err != nil {
+	if o.BootLayer, err = uvm.FindBootLayer(parents); err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
-	o.ScratchDisk = uvm.VMScratchDisk(chain.Scratch)
+	if scratch != "" {
+		o.ScratchDisk = uvm.VMScratchDisk(scratch)
+	}
 	return o, nil
 }
 

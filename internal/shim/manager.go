@@ -2,6 +2,7 @@ package shim
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	bootapi "github.com/containerd/containerd/api/runtime/bootstrap/v1"
 	"github.com/containerd/containerd/api/types"
 	cshim "github.com/containerd/containerd/v2/pkg/shim"
+	"github.com/containerd/errdefs"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -66,14 +68,6 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 		}
 		bundle = wd
 	}
-	if sandbox.IsBundle(bundle) {
-		// A sandbox of the sandbox API (sandbox_service.go) whose shim was killed.
-		pid, err := sandbox.Cleanup(ctx, bundle)
-		if err != nil {
-			return cshim.StopStatus{}, err
-		}
-		return cshim.StopStatus{Pid: int(pid), ExitStatus: deleteExitStatus, ExitedAt: time.Now()}, nil
-	}
 	timeout, err := task.TimeoutFromEnv()
 	if err != nil {
 		return cshim.StopStatus{}, err
@@ -81,6 +75,14 @@ func (m *manager) Stop(ctx context.Context, id string) (cshim.StopStatus, error)
 	host := newHCSHost(hcs.NewHostClient())
 	ccg, _ := host.(task.CredentialGuards) // the instance of a crashed shim's task goes too
 	deps := task.Deps{Host: host, Mounter: layers.NewMounter(), HNS: task.DefaultHNS, HostProcess: hostprocess.New, HCSTimeout: timeout, CCG: ccg}
+	if sandbox.IsBundle(bundle) {
+		// A sandbox of the sandbox API (sandbox_service.go) whose shim was killed.
+		pid, err := sandbox.Cleanup(ctx, bundle, sandboxReleaser{deps: deps, id: id, address: flagValue("address")})
+		if err != nil {
+			return cshim.StopStatus{}, err
+		}
+		return cshim.StopStatus{Pid: int(pid), ExitStatus: deleteExitStatus, ExitedAt: time.Now()}, nil
+	}
 	pid, err := task.Cleanup(ctx, deps, id, bundle)
 	if err != nil {
 		return cshim.StopStatus{}, err
@@ -110,4 +112,33 @@ func (m *manager) Info(ctx context.Context, optionsR io.Reader) (*types.RuntimeI
 		Name:    m.name,
 		Version: &types.RuntimeVersion{Version: Version},
 	}, nil
+}
+
+// sandboxReleaser is the delete action's side of a Hyper-V sandbox whose shim was killed: its
+// utility VM was made as a Hyper-V pod's sandbox task (task.CreateVMSandbox, which recorded it
+// in the bundle), so the task clean-up ends it; its boot image's view and lease are removed
+// through containerd at address (bootimage.go).
+type sandboxReleaser struct {
+	deps        task.Deps
+	id, address string
+}
+
+func (r sandboxReleaser) ReleaseVM(ctx context.Context, bundle string) error {
+	_, err := task.Cleanup(ctx, r.deps, r.id, bundle)
+	return err
+}
+
+func (r sandboxReleaser) ReleaseBoot(ctx context.Context, rec sandbox.BootRecord) error {
+	if r.address == "" {
+		return fmt.Errorf("view %s and lease %s: the delete action has no containerd address: %w", rec.View, rec.Lease, errdefs.ErrFailedPrecondition)
+	}
+	return releaseBoot(ctx, r.address, rec)
+}
+
+// flagValue is the value of the shim package's command-line flag name ("" if it has none).
+func flagValue(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/containerd/containerd/api/types"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/typeurl/v2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -20,8 +22,11 @@ import (
 
 	"github.com/openhcs/runhcs/internal/atomicfile"
 	"github.com/openhcs/runhcs/internal/oci"
+	"github.com/openhcs/runhcs/internal/shim/pod"
 	"github.com/openhcs/runhcs/internal/shim/sandbox"
+	"github.com/openhcs/runhcs/internal/shim/task"
 	"github.com/openhcs/runhcs/protocols/options"
+	"github.com/openhcs/runhcs/protocols/stats"
 )
 
 // The sandbox service: containerd.runtime.sandbox.v1.Sandbox, served beside the task service
@@ -94,20 +99,71 @@ func (v sandboxService) CreateSandbox(ctx context.Context, req *sandboxapi.Creat
 			return nil, fmt.Errorf("sandbox %s: options of type %q: want runtime.v1.PodSandboxConfig: %v: %w", req.SandboxID, req.Options.GetTypeUrl(), err, errdefs.ErrInvalidArgument)
 		}
 	}
+	c := sandbox.Config{ID: req.SandboxID, Bundle: req.BundlePath, Kind: sandbox.KindProcess, NetNS: req.NetnsPath}
 	if opts.GetSandboxIsolation() == options.Options_HYPERVISOR || cfg.GetAnnotations()[oci.AnnotationLegacyIsolation] == "hyperv" {
-		return nil, fmt.Errorf("sandbox %s: a Hyper-V isolated pod through the sandbox API is not implemented yet (runtime option sandbox_isolation=HYPERVISOR or annotation %s=hyperv): use sandboxer \"podsandbox\" for it: %w",
-			req.SandboxID, oci.AnnotationLegacyIsolation, errdefs.ErrNotImplemented)
+		c.Kind = sandbox.KindHyperV
+		c.Pod, err = s.hyperVPod(req, opts, &cfg)
+	} else {
+		c.Pod, err = sandbox.NewProcessPod(req.NetnsPath)
 	}
-	pod, err := sandbox.NewProcessPod(req.NetnsPath)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: %w", req.SandboxID, err)
 	}
-
-	if _, err := s.pod.CreateAPISandbox(ctx, sandbox.Config{ID: req.SandboxID, Bundle: req.BundlePath, Kind: sandbox.KindProcess, NetNS: req.NetnsPath, Pod: pod}); err != nil {
+	if _, err := s.pod.CreateAPISandbox(ctx, c); err != nil {
 		return nil, err
 	}
 	return &sandboxapi.CreateSandboxResponse{}, nil
 }
+
+// hyperVPod is the pod of a Hyper-V sandbox (sandbox.HyperVPod): its utility VM boots from the
+// image the runtime option sandbox_image names (bootimage.go), is sized from the runtime
+// options and the pod's annotations as a pause container's VM is (vmOptions), joins the pod's
+// HNS namespace, and hosts the pod's containers (createHyperV, container-type container).
+func (s *service) hyperVPod(req *sandboxapi.CreateSandboxRequest, opts *options.Options, cfg *criapi.PodSandboxConfig) (*sandbox.HyperVPod, error) {
+	if err := sandbox.CheckNetNS(req.NetnsPath); err != nil {
+		return nil, err
+	}
+	ref := opts.GetSandboxImage()
+	if ref == "" {
+		return nil, fmt.Errorf("runtime option sandbox_image (SandboxImage): empty: a Hyper-V pod through the sandbox API has no pause container, and its utility VM boots from that image's base layer (the CRI's sandbox image, pulled with disable_pause_image_pull = false): %w", errdefs.ErrInvalidArgument)
+	}
+	boot, err := s.bootImage(req.SandboxID, ref)
+	if err != nil {
+		return nil, err
+	}
+	// What sizes a pause container's VM: its spec's annotations (CRI copies the pod's) and
+	// the runtime options.
+	spec := &specs.Spec{Annotations: cfg.GetAnnotations()}
+	id, bundle, netns := req.SandboxID, req.BundlePath, req.NetnsPath
+	return sandbox.NewHyperVPod(bundle, boot, func(ctx context.Context, parents []string) (sandbox.PodVM, error) {
+		o, err := s.vmOptions(ctx, id, spec, opts, parents, "")
+		if err != nil {
+			return nil, err
+		}
+		t, err := s.pod.CreateAPIVM(ctx, task.SandboxConfig{ID: id, Bundle: bundle, VM: o, NetworkNamespace: netns})
+		if err != nil {
+			return nil, err
+		}
+		return apiVM{pod: s.pod, t: t, timeout: s.deps.HCSTimeout}, nil
+	})
+}
+
+// apiVM is a Hyper-V sandbox's utility VM, owned by a sandbox task containerd does not see
+// (pod.CreateAPIVM).
+type apiVM struct {
+	pod     *pod.Pod
+	t       *task.VMSandbox
+	timeout time.Duration
+}
+
+func (v apiVM) Terminate(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(v.timeout, task.HCSCallTimeout))
+	defer cancel()
+	return v.t.VM().Terminate(ctx)
+}
+func (v apiVM) Exited() <-chan struct{}                                   { return v.t.VM().Exited() }
+func (v apiVM) Release(ctx context.Context) error                         { return v.pod.ReleaseAPIVM(ctx, v.t) }
+func (v apiVM) Statistics(ctx context.Context) (*stats.Statistics, error) { return v.t.Stats(ctx) }
 
 func (v sandboxService) StartSandbox(ctx context.Context, req *sandboxapi.StartSandboxRequest) (*sandboxapi.StartSandboxResponse, error) {
 	sb, err := v.s.getSandbox(req.SandboxID)

@@ -189,14 +189,14 @@ func TestCreateSandboxRefuses(t *testing.T) {
 			if err := recordSandboxOptions(r.BundlePath, rawHyperV); err != nil {
 				h.t.Fatal(err)
 			}
-		}, errdefs.IsNotImplemented, "sandbox_isolation=HYPERVISOR"},
+		}, errdefs.IsInvalidArgument, "sandbox_image"},
 		{"hyper-v annotation", func(h *harness, r *sandboxapi.CreateSandboxRequest) {
 			a, err := anypb.New(&criapi.PodSandboxConfig{Annotations: map[string]string{oci.AnnotationLegacyIsolation: "hyperv"}})
 			if err != nil {
 				h.t.Fatal(err)
 			}
 			r.Options = a
-		}, errdefs.IsNotImplemented, oci.AnnotationLegacyIsolation},
+		}, errdefs.IsInvalidArgument, "sandbox_image"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t)

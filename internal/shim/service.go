@@ -21,6 +21,7 @@ import (
 	"github.com/openhcs/runhcs/internal/hostprocess"
 	"github.com/openhcs/runhcs/internal/oci"
 	"github.com/openhcs/runhcs/internal/shim/pod"
+	"github.com/openhcs/runhcs/internal/shim/sandbox"
 	"github.com/openhcs/runhcs/internal/shim/stdio"
 	"github.com/openhcs/runhcs/internal/shim/task"
 )
@@ -37,7 +38,9 @@ type service struct {
 	events   *eventQueue
 	shutdown shutdown.Service
 	logs     taskLogs // the log pipes of the tasks that joined this shim
-
+	// bootImage gives a Hyper-V sandbox-API sandbox its VM's boot image (sandbox_image):
+	// through containerd at its gRPC address (bootimage.go), or a fake in tests.
+	bootImage func(sandboxID, ref string) (sandbox.BootImage, error)
 }
 
 var _ taskapi.TTRPCTaskService = (*service)(nil)
@@ -55,6 +58,9 @@ func newService(ctx context.Context, host task.Host, lm task.Mounter, publisher 
 		s.deps.CCG = g
 	}
 	s.pod = pod.New(&s.deps)
+	s.bootImage = func(sandboxID, ref string) (sandbox.BootImage, error) {
+		return nil, fmt.Errorf("sandbox %s: boot image %s: the shim was not given containerd's address: %w", sandboxID, ref, errdefs.ErrFailedPrecondition)
+	}
 	if sd != nil {
 		sd.RegisterCallback(func(context.Context) error {
 			s.events.close()

@@ -158,9 +158,7 @@ func containerdVersion(ctx context.Context, address string) string {
 	}
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
-	conn, err := grpc.NewClient("passthrough:///"+address,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(dialContainerd))
+	conn, err := containerdConn(address)
 	if err != nil {
 		return ""
 	}
@@ -170,6 +168,15 @@ func containerdVersion(ctx context.Context, address string) string {
 		return ""
 	}
 	return r.GetVersion()
+}
+
+// containerdConn is a gRPC client of containerd at address (its -address: a unix socket, or a
+// named pipe on Windows), for the version question and a Hyper-V sandbox's boot image
+// (bootimage.go). It connects at the first call.
+func containerdConn(address string) (*grpc.ClientConn, error) {
+	return grpc.NewClient("passthrough:///"+address,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(dialContainerd))
 }
 
 // shimGroup is the pod a task belongs to: the sandbox id CRI puts on every container of a pod

@@ -20,6 +20,10 @@ import (
 // config.go): the two sandboxers side by side on one node.
 const podsandboxHandler = "runhcs-wcow-process-podsandbox"
 
+// hypervPodsandboxHandler is its Hyper-V counterpart: on such a node the Hyper-V handler's pods
+// go through the sandbox API too, and this one keeps the pause container.
+const hypervPodsandboxHandler = "runhcs-wcow-hypervisor-podsandbox"
+
 // benchHandler is one runtime handler BenchmarkPodStart measures, and the prefix of its metrics.
 type benchHandler struct{ label, handler string }
 
@@ -31,9 +35,10 @@ type benchHandler struct{ label, handler string }
 //
 // On a node with --sandboxer shim, each round starts and tears down one pod of each handler, in
 // turn, so that the sandboxers share the machine's load alike: "shim-" (the default handler,
-// the shim's sandbox API), "podsandbox-" (runhcs-wcow-process-podsandbox, the pause container)
-// and "hyperv-podsandbox-" (runhcs-wcow-hypervisor: Hyper-V pods have no sandbox-API form, the
-// shim refuses them). On other nodes it measures the default handler alone.
+// the shim's sandbox API), "podsandbox-" (runhcs-wcow-process-podsandbox, the pause container),
+// "hyperv-shim-" (runhcs-wcow-hypervisor, Hyper-V through the sandbox API) and
+// "hyperv-podsandbox-" (runhcs-wcow-hypervisor-podsandbox, Hyper-V with the pause container).
+// On other nodes it measures the default handler alone.
 //
 // It removes the pod as kubelet does (removePodSandbox: a removal containerd refuses because it
 // is still handling the app container's exit is tried again) and reports how many removals were
@@ -45,7 +50,7 @@ func BenchmarkPodStart(b *testing.B) {
 	}
 	handlers := []benchHandler{{"", ""}}
 	if shimSandboxer(b) {
-		handlers = []benchHandler{{"shim-", ""}, {"podsandbox-", podsandboxHandler}, {"hyperv-podsandbox-", hypervHandler}}
+		handlers = []benchHandler{{"shim-", ""}, {"podsandbox-", podsandboxHandler}, {"hyperv-shim-", hypervHandler}, {"hyperv-podsandbox-", hypervPodsandboxHandler}}
 	}
 	start := make([][]time.Duration, len(handlers))
 	teardown := make([][]time.Duration, len(handlers))

@@ -54,6 +54,11 @@ func TestHyperVPod(t *testing.T) {
 	if !vm {
 		t.Fatalf("compute systems %+v: want a running VirtualMachine for pod %s", list, pod)
 	}
+	// Through the shim sandboxer there is no pause container: the VM boots from a view of the
+	// pause image (the handler's SandboxImage) that the shim holds under a lease of its own.
+	if lease, view := bootObjects(t, pod); lease != shimSandboxer(t) || view != shimSandboxer(t) {
+		t.Fatalf("boot image lease %v, view %v: want both only under the shim sandboxer (%v)", lease, view, shimSandboxer(t))
+	}
 	cfg := containerConfig("in-vm", "echo", "hello from the utility VM")
 	id := startContainer(t, n, pod, podCfg, cfg)
 	if s := waitExited(t, n, id); s.GetExitCode() != 0 || s.GetReason() != "Completed" {
@@ -86,5 +91,8 @@ func TestHyperVPod(t *testing.T) {
 	}
 	if systems := computeSystems(t); containsPrefix(systems, pod) {
 		t.Fatalf("compute systems after the pod's removal: %v", systems)
+	}
+	if lease, view := bootObjects(t, pod); lease || view {
+		t.Fatalf("after the pod's removal: boot image lease %v, view %v; want neither", lease, view)
 	}
 }

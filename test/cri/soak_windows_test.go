@@ -27,6 +27,7 @@ var (
 	soak       = flag.Bool("soak", false, "run TestSandboxSoak (hack/winnode.sh soak: a --sandboxer shim node, winnode run --shim-kills)")
 	soakPods   = flag.Int("soak.pods", 30, "TestSandboxSoak: pods churned")
 	soakKills  = flag.Int("soak.kills", 8, "TestSandboxSoak: pods whose shim is SIGKILLed, spread over the kill points")
+	soakHVKill = flag.Int("soak.hyperv-kills", 4, "TestSandboxSoak: Hyper-V pods whose shim is SIGKILLed, spread over the kill points")
 	soakAtOnce = flag.Int("soak.parallel", 3, "TestSandboxSoak: pods churned at a time")
 )
 
@@ -47,6 +48,18 @@ func TestSandboxSoak(t *testing.T) {
 	if _, err := n.img.PullImage(ctx(t), &runtimeapi.ImageSpec{Image: testImage}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
+	if *soakHVKill > 0 {
+		// The node's first utility VM makes hcsemu's shared mount of its VMs folder, which
+		// stays while the daemon runs (internal/hcsemu/layout VMsDir), and the CRI's first
+		// Hyper-V pod pulls the pause image: one Hyper-V pod first, so the baseline has both.
+		warm := runPodConfig(t, n, podConfig(t, "soak-hyperv-warm-up"), hypervHandler)
+		if err := n.rt.StopPodSandbox(ctx(t), warm); err != nil {
+			t.Fatalf("StopPodSandbox: %v", err)
+		}
+		if _, err := removePodSandbox(ctx(t), n.rt, warm); err != nil {
+			t.Fatalf("RemovePodSandbox: %v", err)
+		}
+	}
 	waitNoShim(t)
 	base := baseline(t)
 	t.Logf("baseline: %d mounts under the node's root, HNS namespaces %v", base.mounts, base.namespaces)
@@ -55,9 +68,20 @@ func TestSandboxSoak(t *testing.T) {
 		for i := range *soakKills {
 			point := points[i%len(points)]
 			start := time.Now()
-			pod, ctr := soakKill(t, n, fmt.Sprintf("soak-kill-%d", i), point)
+			pod, ctr := soakKill(t, n, fmt.Sprintf("soak-kill-%d", i), point, "")
 			base.check(t, pod, ctr)
 			t.Logf("kill %d (%s): pod %s cleaned up in %s", i, point, pod, time.Since(start).Round(time.Millisecond))
+		}
+	})
+	// Hyper-V pods through the sandbox API: the delete action of the dead shim ends the pod's
+	// VM and removes its boot image's view and lease (docs/sandbox-api.md, Hyper-V pods).
+	t.Run("kills-hyperv", func(t *testing.T) {
+		for i := range *soakHVKill {
+			point := points[i%len(points)]
+			start := time.Now()
+			pod, ctr := soakKill(t, n, fmt.Sprintf("soak-kill-hv-%d", i), point, hypervHandler)
+			base.check(t, pod, ctr)
+			t.Logf("Hyper-V kill %d (%s): pod %s cleaned up in %s", i, point, pod, time.Since(start).Round(time.Millisecond))
 		}
 	})
 	t.Run("churn", func(t *testing.T) {
@@ -118,6 +142,9 @@ func (b soakBaseline) check(t *testing.T, pod, ctr string) {
 	if eps := endpoints(t); len(eps) != 0 {
 		t.Errorf("pod %s: HNS endpoints left: %v", pod, eps)
 	}
+	if lease, view := bootObjects(t, pod); lease || view {
+		t.Errorf("pod %s: boot image lease %v, view %v left; want neither", pod, lease, view)
+	}
 	if ns := namespaces(t); !slices.Equal(ns, b.namespaces) {
 		t.Errorf("pod %s: HNS namespaces %v, want %v as with no pod", pod, ns, b.namespaces)
 	}
@@ -157,12 +184,13 @@ func namespaces(t *testing.T) []string {
 
 // soakKill runs a pod to point ("ready": the sandbox alone; "running": a container that answered
 // an exec; "exited": a container that ran to its end; "stopped": a running container, then
-// StopPodSandbox, so that the shim waits for ShutdownSandbox), has its shim SIGKILLed, then stops
-// and removes the pod as kubelet would. It returns the pod's and the container's ids.
-func soakKill(t *testing.T, n *node, name, point string) (pod, ctr string) {
+// StopPodSandbox, so that the shim waits for ShutdownSandbox) with handler ("" for the default),
+// has its shim SIGKILLed, then stops and removes the pod as kubelet would. It returns the pod's
+// and the container's ids.
+func soakKill(t *testing.T, n *node, name, point, handler string) (pod, ctr string) {
 	t.Helper()
 	cfg := podConfig(t, name)
-	pod = runPodConfig(t, n, cfg, "")
+	pod = runPodConfig(t, n, cfg, handler)
 	switch point {
 	case "ready":
 	case "running", "stopped":

@@ -62,8 +62,8 @@ func TestRuntimeStatus(t *testing.T) {
 	}
 	want := []string{"", hypervHandler, "runhcs-wcow-process"} // "" is the default handler
 	if shimSandboxer(t) {
-		// The pause-container handler beside the shim sandboxer's (test/winnode config.go).
-		want = append(want, podsandboxHandler)
+		// The pause-container handlers beside the shim sandboxer's (test/winnode config.go).
+		want = []string{"", hypervHandler, hypervPodsandboxHandler, "runhcs-wcow-process", podsandboxHandler}
 	}
 	if containerd17(t, n) {
 		// containerd 1.7 answers no runtime handlers: 1.7.35's pkg/cri/server/status.go does not

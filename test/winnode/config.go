@@ -25,8 +25,9 @@ type ConfigOptions struct {
 	// "podsandbox", a pause container; "shim", containerd's sandbox API served by the shim
 	// (docs/sandbox-api.md), and then runhcs-wcow-process-podsandbox keeps the pause container
 	// for process-isolated pods that want it (and for test/cri BenchmarkPodStart, which compares
-	// the two on one node). runhcs-wcow-hypervisor stays on podsandbox: the shim refuses a
-	// Hyper-V pod through the sandbox API (not implemented yet).
+	// the two on one node). runhcs-wcow-hypervisor goes through the sandbox API too, its pod's
+	// utility VM booted from the pause image (SandboxImage option), and
+	// runhcs-wcow-hypervisor-podsandbox keeps the pause container for Hyper-V pods.
 	Sandboxer string
 }
 
@@ -127,15 +128,19 @@ func writeCRI17(b *strings.Builder, o ConfigOptions) {
 	writeRuntimes(b, "'io.containerd.grpc.v1.cri'.containerd", o.Snapshotter, "")
 }
 
-// writeRuntimes writes the two runtime handlers under the table base (the CRI plugin's
-// containerd table), the same in both versions. With sandboxer "shim" (2.x), the process
-// handler's pods go through the shim's sandbox API, and CRI pulls no pause image for them
-// (disable_pause_image_pull, containerd 2.4's internal/cri/config Runtime); a third handler,
-// runhcs-wcow-process-podsandbox, runs process-isolated pods with the pause container.
+// writeRuntimes writes the runtime handlers under the table base (the CRI plugin's
+// containerd table), the same in both versions. With sandboxer "shim" (2.x), the process and
+// Hyper-V handlers' pods go through the shim's sandbox API. The process handler's CRI pulls no
+// pause image (disable_pause_image_pull, containerd 2.4's internal/cri/config Runtime); the
+// Hyper-V handler's does (disable_pause_image_pull = false, said explicitly), because the pod's
+// utility VM boots from its base layer: the handler's SandboxImage option names it, the CRI's
+// own sandbox image (docs/sandbox-api.md). Two more handlers, runhcs-wcow-process-podsandbox
+// and runhcs-wcow-hypervisor-podsandbox, run pods of each isolation with the pause container.
 func writeRuntimes(b *strings.Builder, base, snapshotter, sandboxer string) {
-	shim := ""
+	shim, hvShim := "", ""
 	if sandboxer == "shim" {
 		shim = "\n    sandboxer = \"shim\"\n    disable_pause_image_pull = true"
+		hvShim = "\n    sandboxer = \"shim\"\n    disable_pause_image_pull = false"
 	}
 	fmt.Fprintf(b, `
   [plugins.%[1]s.runtimes.runhcs-wcow-process]
@@ -155,14 +160,27 @@ func writeRuntimes(b *strings.Builder, base, snapshotter, sandboxer string) {
       LogLevel = "info"
 `, base, q(snapshotter))
 	}
+	writeHyperV(b, base, "runhcs-wcow-hypervisor", snapshotter, hvShim)
+	if sandboxer == "shim" {
+		writeHyperV(b, base, "runhcs-wcow-hypervisor-podsandbox", snapshotter, "")
+	}
+}
+
+// writeHyperV writes a Hyper-V handler; shim is its sandbox API lines, "" for the pause
+// container. Through the sandbox API it names the pod VM's boot image (SandboxImage).
+func writeHyperV(b *strings.Builder, base, name, snapshotter, shim string) {
+	image := ""
+	if shim != "" {
+		image = "\n      SandboxImage = " + q(SandboxImage)
+	}
 	fmt.Fprintf(b, `
-  [plugins.%[1]s.runtimes.runhcs-wcow-hypervisor]
+  [plugins.%[1]s.runtimes.%[2]s]
     runtime_type = "io.containerd.runhcs.v1"
-    snapshotter = %[2]s
-    [plugins.%[1]s.runtimes.runhcs-wcow-hypervisor.options]
-      SandboxIsolation = 1
+    snapshotter = %[3]s%[4]s
+    [plugins.%[1]s.runtimes.%[2]s.options]
+      SandboxIsolation = 1%[5]s
       VmProcessorCount = 2
       VmMemorySizeInMb = 1024
       LogLevel = "info"
-`, base, q(snapshotter))
+`, base, name, q(snapshotter), shim, image)
 }

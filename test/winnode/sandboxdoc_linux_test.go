@@ -40,8 +40,9 @@ func TestSandboxAPIDocConfig(t *testing.T) {
 	}
 }
 
-// TestSandboxerConfig: only the process handler gets the shim sandboxer, only on 2.x, with a
-// process handler on the pause container beside it, and a node refuses --sandboxer shim with
+// TestSandboxerConfig: the process and Hyper-V handlers get the shim sandboxer, only on 2.x,
+// the Hyper-V one with the CRI's pause image pulled and named as its VM's boot image, each with
+// a handler on the pause container beside it, and a node refuses --sandboxer shim with
 // containerd 1.7.
 func TestSandboxerConfig(t *testing.T) {
 	var c map[string]any
@@ -53,16 +54,18 @@ func TestSandboxerConfig(t *testing.T) {
 	if p["sandboxer"] != "shim" || p["disable_pause_image_pull"] != true {
 		t.Errorf("process handler: %v", p)
 	}
-	if _, ok := h["sandboxer"]; ok {
+	if h["sandboxer"] != "shim" || h["disable_pause_image_pull"] != false || h["options"].(map[string]any)["SandboxImage"] != SandboxImage {
 		t.Errorf("hypervisor handler: %v", h)
 	}
-	// The pause-container handler beside it: process isolation, no sandboxer of its own.
-	pp, ok := runtimes["runhcs-wcow-process-podsandbox"].(map[string]any)
-	if _, shim := pp["sandboxer"]; !ok || shim || pp["options"].(map[string]any)["SandboxIsolation"] != int64(0) {
-		t.Errorf("process podsandbox handler: %v", pp)
+	// The pause-container handlers beside them: no sandboxer of their own.
+	for name, isolation := range map[string]int64{"runhcs-wcow-process-podsandbox": 0, "runhcs-wcow-hypervisor-podsandbox": 1} {
+		pp, ok := runtimes[name].(map[string]any)
+		if _, shim := pp["sandboxer"]; !ok || shim || pp["options"].(map[string]any)["SandboxIsolation"] != isolation {
+			t.Errorf("%s handler: %v", name, pp)
+		}
 	}
 	for _, o := range []ConfigOptions{{Containerd: "2", Snapshotter: "wcow"}, {Containerd: "1.7", Snapshotter: "wcow"}} {
-		if cfg := ContainerdConfig(o); strings.Contains(cfg, "runhcs-wcow-process-podsandbox") {
+		if cfg := ContainerdConfig(o); strings.Contains(cfg, "-podsandbox") || strings.Contains(cfg, "SandboxImage") {
 			t.Errorf("containerd %s without --sandboxer shim has the podsandbox handler: %s", o.Containerd, cfg)
 		}
 	}

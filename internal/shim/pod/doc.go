@@ -18,8 +18,10 @@
 //
 // The task service (internal/shim) translates a Create request into a task's configuration and
 // hands it to the Pod, which creates the task of the right kind: a task ID is reserved while it
-// is created, so no lock is held across an HCS call. A new kind (the sandbox API's Hyper-V
-// sandbox) is a new constructor here and a new task type.
+// is created, so no lock is held across an HCS call. A sandbox-API Hyper-V sandbox's VM is a
+// Hyper-V pod's sandbox task made with CreateAPIVM: the pod's containers are hosted in it as
+// in a pause-container pod, but containerd never hears of it as a task (its events are
+// dropped; the sandbox API reports the pod's end).
 //
 // It imports internal/shim/task, internal/shim/sandbox, internal/uvm and internal/oci; nothing
 // above them.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/containerd/containerd/v2/core/events"
 	"github.com/containerd/errdefs"
 
 	"github.com/openhcs/runhcs/internal/oci"
@@ -226,6 +227,35 @@ func (p *Pod) canCreateVMSandboxLocked(id string) error {
 // CreateVMSandbox creates the Hyper-V pod's sandbox, its utility VM, which the pod's
 // containers are then hosted in.
 func (p *Pod) CreateVMSandbox(ctx context.Context, c task.SandboxConfig) (*task.VMSandbox, error) {
+	return p.createVMSandbox(ctx, *p.deps, c)
+}
+
+// CreateAPIVM creates the utility VM of the pod's Hyper-V sandbox-API sandbox as a Hyper-V
+// pod's sandbox task that containerd never sees as a task: its events go nowhere (the sandbox
+// API reports the pod's end through WaitSandbox; a TaskExit of the sandbox id would be a
+// task containerd does not know), and the pod's containers are hosted in its VM as in a
+// pause-container pod. ReleaseAPIVM removes it.
+func (p *Pod) CreateAPIVM(ctx context.Context, c task.SandboxConfig) (*task.VMSandbox, error) {
+	deps := *p.deps
+	deps.Events = discardEvents{}
+	return p.createVMSandbox(ctx, deps, c)
+}
+
+// ReleaseAPIVM deletes the sandbox task CreateAPIVM made (its VM, its state) and forgets it.
+func (p *Pod) ReleaseAPIVM(ctx context.Context, t *task.VMSandbox) error {
+	if _, err := t.Delete(ctx, ""); err != nil && !errdefs.IsNotFound(err) {
+		return err
+	}
+	p.Remove(t.ID())
+	return nil
+}
+
+// discardEvents drops the events of a task containerd does not know (CreateAPIVM).
+type discardEvents struct{}
+
+func (discardEvents) Send(string, events.Event) {}
+
+func (p *Pod) createVMSandbox(ctx context.Context, deps task.Deps, c task.SandboxConfig) (*task.VMSandbox, error) {
 	p.mu.Lock()
 	if err := p.canCreateVMSandboxLocked(c.ID); err != nil {
 		p.mu.Unlock()
@@ -234,7 +264,7 @@ func (p *Pod) CreateVMSandbox(ctx context.Context, c task.SandboxConfig) (*task.
 	p.sandboxCreating = true
 	p.mu.Unlock()
 
-	sb, err := task.CreateVMSandbox(ctx, *p.deps, c)
+	sb, err := task.CreateVMSandbox(ctx, deps, c)
 
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -27,6 +27,8 @@ type bundleState struct {
 	CreatedAt time.Time `json:"createdAt"`
 	// Pid is the pod's pid once it started, for the delete action's report.
 	Pid uint32 `json:"pid,omitempty"`
+	// Boot is what a Hyper-V pod made for its VM's boot layer, recorded before it is made.
+	Boot *BootRecord `json:"boot,omitempty"`
 }
 
 func writeState(bundle string, st *bundleState) error {
@@ -48,16 +50,25 @@ func readState(bundle string) (*bundleState, error) {
 	return &st, nil
 }
 
-func recordPid(bundle string, pid uint32) error {
+// updateState changes the recorded state of bundle with f; what names the change in errors.
+func updateState(bundle, what string, f func(*bundleState)) error {
 	st, err := readState(bundle)
 	if err != nil {
 		return err
 	}
 	if st == nil {
-		return fmt.Errorf("record pid %d: bundle %q has no sandbox state", pid, bundle)
+		return fmt.Errorf("record %s: bundle %q has no sandbox state", what, bundle)
 	}
-	st.Pid = pid
+	f(st)
 	return writeState(bundle, st)
+}
+
+func recordPid(bundle string, pid uint32) error {
+	return updateState(bundle, fmt.Sprintf("pid %d", pid), func(st *bundleState) { st.Pid = pid })
+}
+
+func recordBoot(bundle string, r BootRecord) error {
+	return updateState(bundle, "boot image "+r.Image, func(st *bundleState) { st.Boot = &r })
 }
 
 func removeState(bundle string) error {
@@ -78,16 +89,30 @@ func IsBundle(bundle string) bool {
 // sandbox held, by kind, and removes its state; it returns the pod's pid if it had started. It
 // tolerates having been done already. A process-isolated pod holds nothing but its state (its
 // HNS namespace is containerd's CRI's, which removes it in StopPodSandbox; its containers are
-// tasks with bundles and delete actions of their own).
-func Cleanup(_ context.Context, bundle string) (pid uint32, _ error) {
+// tasks with bundles and delete actions of their own). A Hyper-V pod holds its utility VM,
+// ended first through r (its containers die with it), then its boot image's view and lease.
+func Cleanup(ctx context.Context, bundle string, r Releaser) (pid uint32, _ error) {
 	st, err := readState(bundle)
 	if err != nil || st == nil {
 		return 0, err
 	}
+	file := filepath.Join(bundle, StateFile)
 	switch st.Kind {
 	case KindProcess:
+	case KindHyperV:
+		if r == nil {
+			return 0, fmt.Errorf("sandbox state %q: a Hyper-V sandbox, and nothing to release its VM with: %w", file, errdefs.ErrNotImplemented)
+		}
+		if err := r.ReleaseVM(ctx, bundle); err != nil {
+			return 0, fmt.Errorf("clean up sandbox %s: its utility VM: %w", st.ID, err)
+		}
+		if st.Boot != nil {
+			if err := r.ReleaseBoot(ctx, *st.Boot); err != nil {
+				return 0, fmt.Errorf("clean up sandbox %s: its boot image %s: %w", st.ID, st.Boot.Image, err)
+			}
+		}
 	default:
-		return 0, fmt.Errorf("sandbox state %q: kind %q: want %q: %w", filepath.Join(bundle, StateFile), st.Kind, KindProcess, errdefs.ErrInvalidArgument)
+		return 0, fmt.Errorf("sandbox state %q: kind %q: want %q or %q: %w", file, st.Kind, KindProcess, KindHyperV, errdefs.ErrInvalidArgument)
 	}
 	return st.Pid, removeState(bundle)
 }

@@ -27,7 +27,12 @@
 //   - process.go: the pod of a process-isolated sandbox: it holds the pod's network namespace
 //     (made by containerd's Windows CRI with HNS before CreateSandbox, and removed by it) and
 //     answers for the pod while its containers come and go.
-//   - types.go: the small interface it needs (Pod).
+//   - hyperv.go: the pod of a Hyper-V isolated sandbox, its utility VM: Start acquires the boot
+//     image's layers (BootImage: with no pause container no rootfs reaches the shim, so the
+//     VM boots from the handler's sandbox_image, recorded in the bundle before it is made) and
+//     makes the VM (VMMaker); a VM crash ends the sandbox; Release frees the VM, then the image.
+//   - types.go: the small interfaces it needs (Pod; BootImage, PodVM, VMMaker and, for
+//     Cleanup, Releaser), implemented in internal/shim.
 //
 // It imports internal/atomicfile and protocols/stats; nothing above them.
 package sandbox

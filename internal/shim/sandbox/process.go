@@ -36,10 +36,19 @@ type ProcessPod struct {
 
 var _ Pod = (*ProcessPod)(nil)
 
+// CheckNetNS checks a pod's namespace id (netns_path): an HNS namespace id, or "" for the
+// host's network.
+func CheckNetNS(netns string) error {
+	if netns != "" && !guid.MatchString(netns) {
+		return fmt.Errorf("netns_path %q: want an HNS namespace id (a GUID) or nothing: %w", netns, errdefs.ErrInvalidArgument)
+	}
+	return nil
+}
+
 // NewProcessPod checks the pod's namespace id ("" for the host's network) and returns its pod.
 func NewProcessPod(netns string) (*ProcessPod, error) {
-	if netns != "" && !guid.MatchString(netns) {
-		return nil, fmt.Errorf("netns_path %q: want an HNS namespace id (a GUID) or nothing: %w", netns, errdefs.ErrInvalidArgument)
+	if err := CheckNetNS(netns); err != nil {
+		return nil, err
 	}
 	return &ProcessPod{netns: netns, exit: make(chan struct{})}, nil
 }

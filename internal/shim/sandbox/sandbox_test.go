@@ -376,14 +376,14 @@ func TestCleanupAfterKilledShim(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The shim is killed here: s is never stopped.
-	pid, err := Cleanup(ctx, bundle)
+	pid, err := Cleanup(ctx, bundle, nil)
 	if err != nil || pid != 4242 {
 		t.Fatalf("Cleanup: %d %v", pid, err)
 	}
 	if IsBundle(bundle) {
 		t.Fatal("Cleanup left the sandbox state")
 	}
-	if pid, err := Cleanup(ctx, bundle); err != nil || pid != 0 {
+	if pid, err := Cleanup(ctx, bundle, nil); err != nil || pid != 0 {
 		t.Fatalf("second Cleanup: %d %v", pid, err)
 	}
 }
@@ -393,7 +393,7 @@ func TestCleanupRefusesUnknownKind(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bundle, StateFile), []byte(`{"id":"p","kind":"lcow"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Cleanup(context.Background(), bundle)
+	_, err := Cleanup(context.Background(), bundle, nil)
 	wantKind(t, err, errdefs.IsInvalidArgument, `kind "lcow"`)
 	if !IsBundle(bundle) {
 		t.Fatal("a refused Cleanup removed the state")
