@@ -86,7 +86,7 @@ func (h *harness) hvSandboxRequest(t *testing.T, o *options.Options) *sandboxapi
 func TestHyperVSandboxAPI(t *testing.T) {
 	h := newHarness(t)
 	h.svc.deps.ExitGrace = 50 * time.Millisecond
-	sd := &fakeShutdown{}
+	sd := newFakeShutdown()
 	h.svc.shutdown = sd
 	sv := sandboxService{h.svc}
 	ctx := context.Background()
@@ -175,9 +175,10 @@ func TestHyperVSandboxAPI(t *testing.T) {
 	if _, err := sv.StopSandbox(ctx, &sandboxapi.StopSandboxRequest{SandboxID: "pod"}); err != nil {
 		t.Fatalf("StopSandbox after the crash: %v", err)
 	}
-	if _, err := sv.ShutdownSandbox(ctx, &sandboxapi.ShutdownSandboxRequest{SandboxID: "pod"}); err != nil {
-		t.Fatal(err)
-	}
+	ended := sd.endsAfter(t, func(ctx context.Context) error {
+		_, err := sv.ShutdownSandbox(ctx, &sandboxapi.ShutdownSandboxRequest{SandboxID: "pod"})
+		return err
+	})
 	if h.host.system("pod@vm") != nil || boot.released != 1 {
 		t.Fatalf("ShutdownSandbox: systems %v, boot image released %d times", h.host.systems, boot.released)
 	}
@@ -186,7 +187,7 @@ func TestHyperVSandboxAPI(t *testing.T) {
 			t.Errorf("%s left in the sandbox's bundle: %v", f, err)
 		}
 	}
-	if !sd.called {
+	if !ended {
 		t.Fatal("the shim did not exit after ShutdownSandbox")
 	}
 	for _, e := range h.pub.all() {

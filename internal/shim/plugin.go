@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"sync"
-	"time"
 
 	cshim "github.com/containerd/containerd/v2/pkg/shim"
 	"github.com/containerd/containerd/v2/pkg/shutdown"
@@ -100,26 +99,5 @@ func (t taskServices) RegisterTTRPC(server *ttrpc.Server) error {
 	sandboxapi.RegisterTTRPCSandboxService(server, sandboxService(t))
 	// The diag service (diag.go) on the same server, as hcsshim serves it beside its task API.
 	registerDiag(server, t.s)
-	if t.s.shutdown != nil {
-		// The shim ends from inside the RPC that left it serving nothing (exitIfIdle: task
-		// Shutdown, ShutdownSandbox), and pkg/shim's run returns, ending the process, once the
-		// shutdown callbacks are done: without this one the reply can be lost. containerd
-		// ignores a lost task Shutdown reply but fails ShutdownSandbox on "ttrpc: closed"
-		// (v2.4.2 plugins/sandbox/controller.go Shutdown; seen once in 30 churned pods of the
-		// soak), so the shutdown waits until every connection is idle, its replies sent
-		// (ttrpc's Server.Shutdown), bounded as pkg/shim bounds its own wait.
-		t.s.shutdown.RegisterCallback(func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, shutdownReplyTimeout)
-			defer cancel()
-			if err := server.Shutdown(ctx); err != nil {
-				log.G(ctx).WithError(err).Debug("ttrpc server shutdown")
-			}
-			return nil
-		})
-	}
 	return nil
 }
-
-// shutdownReplyTimeout bounds the wait for the last replies when the shim ends: pkg/shim waits
-// as long for its shutdown (run: "shim shutdown timeout").
-const shutdownReplyTimeout = 5 * time.Second

@@ -258,7 +258,7 @@ func (v sandboxService) ShutdownSandbox(ctx context.Context, req *sandboxapi.Shu
 		return nil, err
 	}
 	s.pod.RemoveAPISandbox(sb)
-	s.exitIfIdle()
+	s.exitIfIdle(ctx)
 	return &sandboxapi.ShutdownSandboxResponse{}, nil
 }
 

@@ -44,7 +44,7 @@ func (h *harness) sandboxRequest(id string, cfg *criapi.PodSandboxConfig) *sandb
 
 func TestSandboxAPI(t *testing.T) {
 	h := newHarness(t)
-	sd := &fakeShutdown{}
+	sd := newFakeShutdown()
 	h.svc.shutdown = sd
 	sv := sandboxService{h.svc}
 	ctx := context.Background()
@@ -142,16 +142,16 @@ func TestSandboxAPI(t *testing.T) {
 	if _, err := h.svc.Delete(ctx, &taskapi.DeleteRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.svc.Shutdown(ctx, &taskapi.ShutdownRequest{ID: "c1"}); err != nil {
-		t.Fatal(err)
-	}
-	if sd.called {
+	if sd.endsAfter(t, func(ctx context.Context) error {
+		_, err := h.svc.Shutdown(ctx, &taskapi.ShutdownRequest{ID: "c1"})
+		return err
+	}) {
 		t.Fatal("the shim exited while it still served the sandbox")
 	}
-	if _, err := sv.ShutdownSandbox(ctx, &sandboxapi.ShutdownSandboxRequest{SandboxID: "pod1"}); err != nil {
-		t.Fatal(err)
-	}
-	if !sd.called {
+	if !sd.endsAfter(t, func(ctx context.Context) error {
+		_, err := sv.ShutdownSandbox(ctx, &sandboxapi.ShutdownSandboxRequest{SandboxID: "pod1"})
+		return err
+	}) {
 		t.Fatal("the shim did not exit after ShutdownSandbox")
 	}
 	if sandbox.IsBundle(req.BundlePath) {

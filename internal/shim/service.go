@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	eventstypes "github.com/containerd/containerd/api/events"
 	taskapi "github.com/containerd/containerd/api/runtime/task/v3"
@@ -366,17 +367,36 @@ func (s *service) Connect(ctx context.Context, req *taskapi.ConnectRequest) (*ta
 }
 
 func (s *service) Shutdown(ctx context.Context, req *taskapi.ShutdownRequest) (*emptypb.Empty, error) {
-	s.exitIfIdle()
+	s.exitIfIdle(ctx)
 	return &emptypb.Empty{}, nil
 }
 
 // exitIfIdle ends the shim unless it still serves something. One shim serves a pod: it stays
 // while any task of the pod is left, or the pod's sandbox (until ShutdownSandbox).
-func (s *service) exitIfIdle() {
-	if s.pod.Len() > 0 {
+//
+// It is called from inside the RPC (ctx) that left the shim idle, and the shim must not end
+// before that RPC's reply is sent: containerd ignores a lost task Shutdown reply, but fails
+// ShutdownSandbox on "ttrpc: closed" (v2.4.2 plugins/sandbox/controller.go Shutdown). So the
+// shutdown starts once ctx is done: ttrpc cancels a request's context only after its reply is
+// queued to the connection (ttrpc v1.2.10 services.go handle: the deferred cancel runs after
+// respond), and a short wait then lets the connection write it. hcsshim's
+// containerd-shim-lcow-v2 ends the same way (service_sandbox_internal.go
+// shutdownSandboxInternal: ctx.Done, 20 ms). ttrpc's Server.Shutdown, which would wait for the
+// write, cannot be used: it makes Serve return ErrServerClosed, which pkg/shim logs as fatal
+// and exits on at once (v2.4.2 pkg/shim/shim.go serve), cutting the queued events short.
+func (s *service) exitIfIdle(ctx context.Context) {
+	if s.pod.Len() > 0 || s.shutdown == nil {
 		return
 	}
-	if s.shutdown != nil {
-		s.shutdown.Shutdown()
-	}
+	go func() {
+		<-ctx.Done()
+		time.Sleep(replyWriteWait)
+		// A task may have come meanwhile; then the shim serves it.
+		if s.pod.Len() == 0 {
+			s.shutdown.Shutdown()
+		}
+	}()
 }
+
+// replyWriteWait is how long the shim lets ttrpc write an RPC's queued reply before it ends.
+const replyWriteWait = 20 * time.Millisecond

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -571,30 +572,68 @@ func TestDeleteRunningRefused(t *testing.T) {
 
 func TestShutdownKeepsPod(t *testing.T) {
 	h := newHarness(t)
-	sd := &fakeShutdown{}
+	sd := newFakeShutdown()
 	h.svc.shutdown = sd
 	if _, err := h.svc.Create(context.Background(), h.bundle("c1", testSpec())); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = h.svc.Shutdown(context.Background(), &taskapi.ShutdownRequest{ID: "other"})
-	if sd.called {
+	if sd.endsAfter(t, func(ctx context.Context) error {
+		_, err := h.svc.Shutdown(ctx, &taskapi.ShutdownRequest{ID: "other"})
+		return err
+	}) {
 		t.Error("shut down with a task left")
 	}
 	if _, err := h.svc.Delete(context.Background(), &taskapi.DeleteRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = h.svc.Shutdown(context.Background(), &taskapi.ShutdownRequest{ID: "c1"})
-	if !sd.called {
+	if !sd.endsAfter(t, func(ctx context.Context) error {
+		_, err := h.svc.Shutdown(ctx, &taskapi.ShutdownRequest{ID: "c1"})
+		return err
+	}) {
 		t.Error("not shut down with no task left")
 	}
 }
 
-type fakeShutdown struct{ called bool }
+// fakeShutdown records that the shim ended (shutdown.Service).
+type fakeShutdown struct {
+	once sync.Once
+	done chan struct{}
+}
 
-func (f *fakeShutdown) Shutdown()                                    { f.called = true }
+func newFakeShutdown() *fakeShutdown { return &fakeShutdown{done: make(chan struct{})} }
+
+func (f *fakeShutdown) Shutdown()                                    { f.once.Do(func() { close(f.done) }) }
 func (f *fakeShutdown) RegisterCallback(func(context.Context) error) {}
 func (f *fakeShutdown) Done() <-chan struct{}                        { return nil }
 func (f *fakeShutdown) Err() error                                   { return nil }
+
+// endsAfter calls rpc with a request context as ttrpc gives one, and says whether the shim ended
+// because of it. The shim must not end while the RPC's reply is unsent: not before the context
+// is done, which ttrpc does once the reply is queued.
+func (f *fakeShutdown) endsAfter(t *testing.T, rpc func(context.Context) error) bool {
+	t.Helper()
+	ctx, replied := context.WithCancel(context.Background())
+	defer replied()
+	if err := rpc(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing can end the shim before ctx is done (exitIfIdle waits for it), so this is not
+	// a race: a shutdown seen here happened inside the RPC.
+	select {
+	case <-f.done:
+		t.Fatal("the shim ended before the RPC's reply was sent")
+	default:
+	}
+	replied()
+	// A shutdown is due replyWriteWait after the reply; a hundred times that is a generous
+	// bound for "it did not come".
+	select {
+	case <-f.done:
+		return true
+	case <-time.After(100 * replyWriteWait):
+		return false
+	}
+}
 
 // TestV2 calls through the containerd.task.v2 adapter.
 func TestV2(t *testing.T) {
