@@ -210,6 +210,70 @@ BOOL winecompat_patch_import(BYTE *module, const char *dll, const char *name, vo
 	return patched;
 }
 
+/* append_uint writes v in decimal at line + *i. */
+static void append_uint(char *line, int *i, unsigned long v)
+{
+	char digits[12];
+	int d = 0;
+
+	do {
+		digits[d++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	while (d > 0)
+		line[(*i)++] = digits[--d];
+}
+
+void winecompat_log(const char *text)
+{
+	WCHAR path[MAX_PATH];
+	char line[512];
+	DWORD n;
+	int i = 4, k;
+	HANDLE f;
+
+	/* "pid N: <text>\r\n", formatted by hand: this DLL links kernel32 alone. */
+	lstrcpyA(line, "pid ");
+	append_uint(line, &i, GetCurrentProcessId());
+	line[i++] = ':';
+	line[i++] = ' ';
+	for (k = 0; text[k] != 0 && i < (int)sizeof(line) - 3; k++)
+		line[i++] = text[k];
+	line[i++] = '\r';
+	line[i++] = '\n';
+	line[i] = 0;
+	n = GetEnvironmentVariableW(L"RUNHCS_WINECOMPAT_LOG", path, MAX_PATH);
+	if (n == 0 || n >= MAX_PATH) {
+		OutputDebugStringA(line);
+		return;
+	}
+	/* FILE_APPEND_DATA alone: each write goes to the end, so the lines of processes that
+	 * write at once do not overwrite each other. */
+	f = CreateFileW(path, FILE_APPEND_DATA, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+			OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+	if (f == INVALID_HANDLE_VALUE) {
+		OutputDebugStringA(line);
+		return;
+	}
+	WriteFile(f, line, (DWORD)i, &n, NULL);
+	CloseHandle(f);
+}
+
+void winecompat_log_error(const char *what, unsigned long id, unsigned long err)
+{
+	char line[256];
+	int i = 0, k;
+
+	for (k = 0; what[k] != 0 && i < 200; k++)
+		line[i++] = what[k];
+	append_uint(line, &i, id);
+	lstrcpyA(line + i, ": error ");
+	i += 8;
+	append_uint(line, &i, err);
+	line[i] = 0;
+	winecompat_log(line);
+}
+
 BOOL winecompat_install(void)
 {
 	BYTE *ntdll = (BYTE *)GetModuleHandleW(L"ntdll.dll");
@@ -224,5 +288,6 @@ BOOL winecompat_install(void)
 	real_set_information_file = (set_information_file_fn)(void *)(ntdll + *slot);
 	return winecompat_patch_export(ntdll, "NtSetInformationFile", (void *)compat_set_information_file) &&
 	       winebackup_install() && winepipe_install() && winespawn_install() && winesymlink_install() &&
-	       winesock_install() && winepath_install() && winejob_install() && wineaccount_install();
+	       winesock_install() && winepath_install() && winejob_install() && wineaccount_install() &&
+	       winectrl_install();
 }

@@ -50,4 +50,15 @@ BOOL winejob_install(void);
  * service accounts on (wineaccount.c). */
 BOOL wineaccount_install(void);
 
+/* winecompat_log writes "pid N: text" as a line out of band, never on the process's stdout or
+ * stderr (which can be its answer): to the file RUNHCS_WINECOMPAT_LOG names, appended, else to
+ * OutputDebugString (winespawn.c says why). */
+void winecompat_log(const char *text);
+
+/* winecompat_log_error logs "<what><id>: error <err>". */
+void winecompat_log_error(const char *what, unsigned long id, unsigned long err);
+
+/* winectrl_install lets GenerateConsoleCtrlEvent generate CTRL_BREAK_EVENT (winectrl.c). */
+BOOL winectrl_install(void);
+
 #endif

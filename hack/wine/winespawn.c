@@ -51,44 +51,11 @@ static LONG injected_faults;
 static const char retry_line[] = "winespawn (runhcs hack/wine): CreateProcessW: Wine could not start the new "
 				 "process (ERROR_INTERNAL_ERROR); starting it again";
 
-/* report_retry says that a start is done again, where RUNHCS_WINECOMPAT_LOG names, else to the
- * debugger: see the comment at the top for why never on stdout or stderr. */
+/* report_retry says that a start is done again, out of band (winecompat_log): see the comment at
+ * the top for why never on stdout or stderr. */
 static void report_retry(void)
 {
-	WCHAR path[MAX_PATH];
-	char line[sizeof(retry_line) + 32], digits[12];
-	DWORD n, pid = GetCurrentProcessId();
-	int i, d = 0;
-	HANDLE f;
-
-	/* "pid N: <retry_line>\r\n", formatted by hand: this DLL links kernel32 alone. */
-	lstrcpyA(line, "pid ");
-	i = 4;
-	do {
-		digits[d++] = (char)('0' + pid % 10);
-		pid /= 10;
-	} while (pid > 0);
-	while (d > 0)
-		line[i++] = digits[--d];
-	line[i++] = ':';
-	line[i++] = ' ';
-	lstrcpyA(line + i, retry_line);
-	lstrcatA(line, "\r\n");
-	n = GetEnvironmentVariableW(L"RUNHCS_WINECOMPAT_LOG", path, MAX_PATH);
-	if (n == 0 || n >= MAX_PATH) {
-		OutputDebugStringA(line);
-		return;
-	}
-	/* FILE_APPEND_DATA alone: each write goes to the end, so the lines of processes that
-	 * retry at once do not overwrite each other. */
-	f = CreateFileW(path, FILE_APPEND_DATA, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
-			OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
-	if (f == INVALID_HANDLE_VALUE) {
-		OutputDebugStringA(line);
-		return;
-	}
-	WriteFile(f, line, lstrlenA(line), &n, NULL);
-	CloseHandle(f);
+	winecompat_log(retry_line);
 }
 
 static BOOL WINAPI compat_create_process_w(LPCWSTR app, LPWSTR cmdline, LPSECURITY_ATTRIBUTES process_attrs,

@@ -1,21 +1,30 @@
 package hostprocess
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/windows"
+
+	"github.com/openhcs/runhcs/internal/hcs/schema2"
 )
 
 // TestMain lets the test binary play the container's workload: with
 // RUNHCS_HOSTPROCESS_HELPER set it prints its environment variable of that name and exits
-// with code 3 once its stdin ends.
+// with code 3 once its stdin ends; set to "signal", it waits for a console control event.
 func TestMain(m *testing.M) {
+	if os.Getenv("RUNHCS_HOSTPROCESS_HELPER") == "signal" {
+		os.Exit(waitControlEvent())
+	}
 	if v, ok := os.LookupEnv("RUNHCS_HOSTPROCESS_HELPER"); ok {
 		fmt.Println("helper:" + v + ":" + os.Getenv(MountPointVariable))
 		_, _ = io.Copy(io.Discard, os.Stdin) // until the test closes stdin
@@ -232,5 +241,96 @@ func TestDrivePath(t *testing.T) {
 		if got := drivePath(in); got != want {
 			t.Errorf("drivePath(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// waitControlEvent says "waiting", then which console control event came (the Go runtime
+// reports CTRL_C_EVENT and CTRL_BREAK_EVENT as os.Interrupt, the others as SIGTERM) and exits
+// with code 5.
+func waitControlEvent() int {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	fmt.Println("waiting")
+	fmt.Println("got", <-ch)
+	return 5
+}
+
+// signalInShimEnv runs TestJobProcessSignal's body in a process started as the serving shim is.
+const signalInShimEnv = "RUNHCS_HOSTPROCESS_SIGNAL_AS_SHIM"
+
+// TestJobProcessSignal: Signal delivers the console control events a stop sends to a job's
+// process (SIGINT: CTRL_C_EVENT; SIGTERM, a shutdown: CTRL_BREAK_EVENT), which the process
+// handles and exits on with its own code. The signalling process is started as the shim's start
+// action starts the serving shim (internal/shim start_windows.go: CREATE_NEW_PROCESS_GROUP |
+// DETACHED_PROCESS), whose CTRL+C state the job's processes inherit: in the test process itself
+// both events arrived even before prepareConsoleControl, in the shim neither did.
+func TestJobProcessSignal(t *testing.T) {
+	if os.Getenv(signalInShimEnv) == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(exe, "-test.run=^TestJobProcessSignal$", "-test.v", "-test.timeout=2m")
+		cmd.Env = append(os.Environ(), signalInShimEnv+"=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.DETACHED_PROCESS}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the test in a process started as the shim is: %v\n%s", err, out)
+		}
+		t.Logf("the test in a process started as the shim is:\n%s", out)
+		return
+	}
+	ctx := context.Background()
+	h, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := h.Logon(ctx, `NT AUTHORITY\SYSTEM`, "", false)
+	if err != nil {
+		t.Fatalf("Logon (SYSTEM): %v", err)
+	}
+	defer tok.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := os.Getwd()
+	for _, sig := range []schema2.ProcessSignal{schema2.SignalCtrlC, schema2.SignalCtrlShutdown} {
+		t.Run(string(sig), func(t *testing.T) {
+			id := fmt.Sprintf("runhcs-test-%d-%s", os.Getpid(), sig)
+			job, err := h.CreateJob(ctx, id, Limits{})
+			if err != nil {
+				t.Fatalf("CreateJob: %v", err)
+			}
+			defer job.Close()
+			p, err := job.Start(ctx, &ProcessSpec{
+				CommandLine: `"` + exe + `" -test.run=^$`,
+				Dir:         dir,
+				Env:         []string{"RUNHCS_HOSTPROCESS_HELPER=signal"},
+				Token:       tok,
+				Stdout:      true,
+				Stderr:      true,
+			})
+			if err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			defer p.Close()
+			_, out, _ := p.Stdio()
+			r := bufio.NewReader(out)
+			if line, err := r.ReadString('\n'); strings.TrimSpace(line) != "waiting" {
+				t.Fatalf("the process: %q, %v", line, err)
+			}
+			delivered, err := p.Signal(ctx, &schema2.SignalProcessOptions{Signal: sig})
+			if err != nil || !delivered {
+				t.Fatalf("Signal(%s) = %v, %v; want delivered", sig, delivered, err)
+			}
+			if line, err := r.ReadString('\n'); strings.TrimSpace(line) != "got interrupt" {
+				t.Errorf("after Signal(%s) the process says %q, %v; want got interrupt", sig, line, err)
+			}
+			<-p.Exited()
+			if code, err := p.ExitCode(); code != 5 || err != nil {
+				t.Errorf("exit code %d, %v; want 5, its own", code, err)
+			}
+		})
 	}
 }

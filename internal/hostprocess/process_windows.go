@@ -65,6 +65,13 @@ func (j *winJob) Start(_ context.Context, p *ProcessSpec) (_ Process, retErr err
 	defer attrs.Delete()
 	si := &windows.StartupInfoEx{ProcThreadAttributeList: attrs.List()}
 	si.Cb = uint32(unsafe.Sizeof(*si))
+	// The process inherits whether CTRL+C is processed (prepareConsoleControl).
+	ctrlMu.Lock()
+	err = prepareConsoleControl()
+	ctrlMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	flags := uint32(windows.CREATE_SUSPENDED | windows.CREATE_UNICODE_ENVIRONMENT | windows.EXTENDED_STARTUPINFO_PRESENT | windows.CREATE_BREAKAWAY_FROM_JOB)
 	inherit := false
 	if p.Terminal {
@@ -241,11 +248,37 @@ func (p *winProcess) Kill(context.Context) (bool, error) {
 	return true, nil
 }
 
-// ctrlMu serializes attaching the shim to a process's console: a process has one console.
+// ctrlMu serializes attaching the shim to a process's console (a process has one console) and
+// the shim's console control set-up.
 var (
-	ctrlMu         sync.Mutex
-	ctrlHandlerSet bool
+	ctrlMu    sync.Mutex
+	ctrlReady bool
 )
+
+// prepareConsoleControl readies the shim, once, for the console control events of its
+// containers' processes (called with ctrlMu held):
+//   - its own handler, which keeps the events it generates from ending it when it attaches to a
+//     process's console to signal it (a handler returning TRUE ends the handler chain);
+//   - CTRL+C processing enabled (SetConsoleCtrlHandler(NULL, FALSE)), which child processes
+//     inherit: the shim's start action starts the serving shim with CREATE_NEW_PROCESS_GROUP,
+//     which disables CTRL+C for the new group, and "this attribute of ignoring or processing
+//     CTRL+C is inherited by child processes" (SetConsoleCtrlHandler's documentation), so
+//     without it a container's process would ignore the CTRL_C_EVENT of a SIGINT. (Wine 8 also
+//     skips a CTRL_BREAK_EVENT's handlers in a process that ignores CTRL+C: seen on the
+//     emulated node, a HostProcess container's SIGTERM had no effect until this was done.)
+func prepareConsoleControl() error {
+	if ctrlReady {
+		return nil
+	}
+	if err := setConsoleCtrlHandler(windows.NewCallback(func(uint32) uintptr { return 1 }), true); err != nil {
+		return fmt.Errorf("install the shim's console control handler: %w", err)
+	}
+	if err := setConsoleCtrlHandler(0, false); err != nil {
+		return fmt.Errorf("enable CTRL+C processing for the shim's children: %w", err)
+	}
+	ctrlReady = true
+	return nil
+}
 
 // Signal delivers a console control event the documented way: the shim attaches to the
 // process's console (AttachConsole) and generates the event for it (GenerateConsoleCtrlEvent
@@ -264,14 +297,8 @@ func (p *winProcess) Signal(_ context.Context, o *schema2.SignalProcessOptions) 
 	}
 	ctrlMu.Lock()
 	defer ctrlMu.Unlock()
-	if !ctrlHandlerSet {
-		// The shim attaches to consoles whose events it generates; its own handler keeps them
-		// from ending it (a handler returning TRUE ends the handler chain). The shim has no
-		// console of its own to be signalled through.
-		if err := setConsoleCtrlHandler(windows.NewCallback(func(uint32) uintptr { return 1 }), true); err != nil {
-			return false, fmt.Errorf("install the shim's console control handler: %w", err)
-		}
-		ctrlHandlerSet = true
+	if err := prepareConsoleControl(); err != nil {
+		return false, err
 	}
 	_ = freeConsole()
 	if err := attachConsole(p.pid); err != nil {

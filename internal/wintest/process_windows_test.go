@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(spawnHelperEnv) == "1" {
 		os.Exit(spawnOnce())
 	}
+	if os.Getenv(ctrlHelperEnv) == "1" {
+		os.Exit(waitCtrl())
+	}
 	if name := os.Getenv(accountHelperEnv); name != "" {
 		os.Exit(findAccount(name))
 	}

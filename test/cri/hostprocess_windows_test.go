@@ -69,7 +69,7 @@ func runHostProcess(t *testing.T, n *node, pod string, podCfg *runtimeapi.PodSan
 // TestHostProcess runs a HostProcess pod and its containers through CRI: the pod has the host's
 // network (its IP is not a pod IP), a container sees %CONTAINER_SANDBOX_MOUNT_POINT%, runs the
 // image's executable and reads the image's files from below it, runs as each service account,
-// writes to a host path and sees the host's processes; after
+// stops gracefully on SIGTERM, writes to a host path and sees the host's processes; after
 // RemovePodSandbox nothing of it is left: no mapping (mount), no process of its job.
 func TestHostProcess(t *testing.T) {
 	n := connect(t)
@@ -147,6 +147,24 @@ func TestHostProcess(t *testing.T) {
 	}
 	if r := localAccount(account); r != nerrUserNotFound {
 		t.Errorf("the temporary account %s after RemoveContainer: NetUserGetInfo = %d, want NERR_UserNotFound (%d)", account, r, nerrUserNotFound)
+	}
+
+	// A graceful stop, as kubelet stops a pod: StopContainer's SIGTERM reaches the process as a
+	// console control event (CTRL_BREAK_EVENT, which the Go runtime reports as os.Interrupt),
+	// and the container's exit code is the process's own, not a kill's after the grace period.
+	stopCfg := hostProcessContainer("hpc-stop", "wait-signal", "5")
+	stopID := startContainer(t, n, pod, podCfg, stopCfg)
+	stopLog := filepath.Join(podCfg.LogDirectory, stopCfg.LogPath)
+	waitLog(t, stopLog, " stdout F waiting")
+	if err := n.rt.StopContainer(ctx(t), stopID, 60); err != nil {
+		t.Fatalf("StopContainer of a HostProcess container: %v", err)
+	}
+	if s := waitExited(t, n, stopID); s.GetExitCode() != 5 {
+		t.Errorf("HostProcess container stopped with a grace period: exit code %d, want 5 (its own, after the control event)", s.GetExitCode())
+	}
+	waitLog(t, stopLog, " stdout F got SIGINT")
+	if err := n.rt.RemoveContainer(ctx(t), stopID); err != nil {
+		t.Fatalf("RemoveContainer: %v", err)
 	}
 
 	// A host path: the folder is the test's own, on the same Wine prefix as the node's processes.

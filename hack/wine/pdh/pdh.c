@@ -61,7 +61,8 @@
  * single value (PdhGetFormattedCounterValue) is PDH_INVALID_ARGUMENT; an object without
  * instances (Memory) gives one array item with an empty name; Processor and Process have the
  * _Total instance only (no per-processor or per-process instances); hcsemu unreachable fails
- * PdhCollectQueryData with PDH_CSTATUS_NO_MACHINE (the host's counters cannot be reached).
+ * PdhCollectQueryData with PDH_CSTATUS_NO_MACHINE (the host's counters cannot be reached), and
+ * the call's HRESULT is written to stderr, which PDH's status cannot carry.
  * A non-NULL data source (a log file) is PDH_NOT_IMPLEMENTED.
  */
 #include <stdio.h>
@@ -197,6 +198,9 @@ static PDH_STATUS fetch(struct sample *s)
 	int i;
 
 	if (FAILED(hr) || reply == NULL) {
+		/* PDH's status cannot say why; the stand-ins tell stderr, as emu.c's complain does. */
+		fprintf(stderr, "pdh stand-in DLL: PdhCollectQueryData: hcsemu's GetHostPerformance failed: HRESULT 0x%08lx%s\n",
+			(unsigned long)hr, reply == NULL && SUCCEEDED(hr) ? " (no reply)" : "");
 		free(reply);
 		return PDH_CSTATUS_NO_MACHINE;
 	}
