@@ -201,6 +201,8 @@ func (g Group) Pids() []int {
 // Kill ends every process in the group: frozen first, so nothing forks while it is being
 // killed, then SIGKILL to each, then thawed so the kills take effect. A group without a
 // freezer folder is gone already: done. The error is the freezer's; the kills happen anyway.
+// The calling process is never killed: a thread of it may be in the group for a moment, to
+// fork a process into it, and cgroup.procs then names it.
 func (g Group) Kill(ctx context.Context) error {
 	if !g.Exists("freezer") {
 		return nil
@@ -208,8 +210,11 @@ func (g Group) Kill(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	ferr := g.Freeze(ctx)
+	self := os.Getpid()
 	for _, pid := range g.Pids() {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if pid != self {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 	if err := g.Thaw(ctx); err != nil {
 		return errors.Join(ferr, err)

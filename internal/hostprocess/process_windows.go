@@ -345,4 +345,3 @@ func envBlock(env []string) []uint16 {
 	}
 	return append(b, 0)
 }
-

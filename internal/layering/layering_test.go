@@ -41,8 +41,10 @@ var rules = map[string][]string{
 	"internal/shim/stdio": nil,
 	// The host side of HostProcess containers: job objects, accounts, the bind filter, one
 	// interface, a Windows implementation and a Linux one (cgroups as jobs, the emulator's
-	// accounts); a leaf beside internal/computecore.
-	"internal/hostprocess": {"internal/cgroup1", "internal/hcs/schema2", "internal/winargs", "internal/winlinux"},
+	// accounts, the emulated host's namespace from hcsemu's layout); a leaf beside
+	// internal/computecore.
+	"internal/hostprocess": {"internal/cgroup1", "internal/hcs/schema2", "internal/hcsemu/layout", "internal/winargs",
+		"internal/winlinux"},
 	"internal/uvm": {"internal/hcs", "internal/hcs/schema2", "internal/hns", "internal/hns/hcn", "internal/oci",
 		"protocols/stats"},
 	"internal/oci": {"internal/computenetwork", "internal/hcs/schema2", "internal/winargs", "protocols/options"},
