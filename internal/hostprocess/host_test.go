@@ -102,4 +102,3 @@ func TestJobProcess(t *testing.T) {
 		t.Errorf("TerminateJob of no job: %v", err)
 	}
 }
-
