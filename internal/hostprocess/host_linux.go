@@ -135,7 +135,9 @@ func (h *linuxHost) tempAccount(g winlinux.Account, account string) (Token, erro
 	if err := os.WriteFile(filepath.Join(h.accounts, account), []byte(rec), 0o600); err != nil {
 		return nil, fmt.Errorf("create the local account %q: %w", account, err)
 	}
-	return &linuxToken{acct: winlinux.Account{Name: account, Domain: ".", UID: uid, GID: g.GID, Admin: g.Admin}}, nil
+	// A local account's domain is the computer's name (USERDOMAIN), the machine's here.
+	domain, _ := os.Hostname()
+	return &linuxToken{acct: winlinux.Account{Name: account, Domain: strings.ToUpper(domain), UID: uid, GID: g.GID, Admin: g.Admin}}, nil
 }
 
 // readAccount reads the record of a temporary account.
