@@ -20,17 +20,16 @@ import (
 
 // New returns the Linux-native mode's HostProcess services: the emulated Windows host is
 // hcsemu's, whose root the shim learns from $HCSEMU_ROOT (layout.RootEnv; layout.DefaultRoot
-// without it), and its network is that root's host network namespace (layout.HostNetns). The
-// job's cgroups need the cgroup v1 controllers hcsemu uses (layout.CgroupControllers).
+// without it), and its network is that root's host network namespace (layout.HostNetns),
+// opened when a process starts: the delete action, which only ends jobs, bindings and
+// accounts, must work when the daemon is gone. The job's cgroups need the cgroup v1
+// controllers hcsemu uses (layout.CgroupControllers).
 func New() (Host, error) {
 	root := os.Getenv(layout.RootEnv)
 	if root == "" {
 		root = layout.DefaultRoot
 	}
 	netns := layout.HostNetns(root)
-	if _, err := os.Stat(netns); err != nil {
-		return nil, fmt.Errorf("the emulated host's network namespace %s (hcsemu --root %s, from $%s): %w", netns, root, layout.RootEnv, err)
-	}
 	for _, c := range jobControllers {
 		if _, err := os.Stat(filepath.Join(cgroup1.MountRoot, c)); err != nil {
 			return nil, fmt.Errorf("cgroup v1 controller %q is not mounted at %s: %w", c, filepath.Join(cgroup1.MountRoot, c), err)

@@ -568,3 +568,35 @@ func TestLocalPath(t *testing.T) {
 		t.Errorf("pathList of a Linux list = %q", got)
 	}
 }
+
+// TestLinuxNoDaemon: without the emulated host's network namespace (hcsemu gone, or another
+// root), the host still ends jobs, bindings and accounts, as the delete action needs, and a
+// process's start fails naming the namespace and $HCSEMU_ROOT.
+func TestLinuxNoDaemon(t *testing.T) {
+	ctx := context.Background()
+	testenv.RequireRoot(t, "cgroups")
+	root := t.TempDir()
+	t.Setenv(layout.RootEnv, root)
+	h, err := New()
+	if err != nil {
+		t.Fatalf("New without a daemon: %v", err)
+	}
+	id := fmt.Sprintf("runhcs-nodaemon-%d", os.Getpid())
+	job, err := h.CreateJob(ctx, id, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer job.Close()
+	tok, _ := h.Logon(ctx, "", "", true)
+	exe, dir := helperExe(t)
+	_, err = job.Start(ctx, &ProcessSpec{CommandLine: `"` + exe + `"`, Dir: dir, Token: tok})
+	if err == nil || !strings.Contains(err.Error(), layout.HostNetns(root)) || !strings.Contains(err.Error(), layout.RootEnv) {
+		t.Errorf("Start without the host's namespace: %v, want an error naming %s and $%s", err, layout.HostNetns(root), layout.RootEnv)
+	}
+	if err := h.TerminateJob(ctx, id); err != nil {
+		t.Errorf("TerminateJob: %v", err)
+	}
+	if JobGroup(id).Exists("freezer") {
+		t.Errorf("the job's group after TerminateJob")
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openhcs/runhcs/internal/cgroup1"
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/internal/winargs"
 	"github.com/openhcs/runhcs/internal/winlinux"
 )
@@ -176,7 +177,7 @@ func (j *linuxJob) fork(app string, argv []string, attr *os.ProcAttr) (*os.Proce
 		}
 		ns, err := os.Open(j.netns)
 		if err != nil {
-			ch <- result{err: fmt.Errorf("the emulated host's network namespace: %w", err)}
+			ch <- result{err: fmt.Errorf("the emulated host's network namespace (hcsemu's --root from $%s): %w", layout.RootEnv, err)}
 			return
 		}
 		defer ns.Close()
