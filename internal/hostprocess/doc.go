@@ -13,13 +13,20 @@
 //     (BfSetupFilter/BfRemoveMapping through go-winio's pkg/bindfilter). hcsshim's silo
 //     promotion and CtrlRoutine thread are undocumented and not used; the differences this makes
 //     are in docs/notes/hostprocess.md §5.
-//   - elsewhere (host_other.go): New refuses with ErrNotImplemented; the Linux-native mode (a
-//     host process of hcsemu's host and a cgroup as its job) is not written yet.
+//   - Linux, the Linux-native mode (host_linux.go, job_linux.go, process_linux.go): hcsemu's
+//     emulated host, whose root $HCSEMU_ROOT names (internal/hcsemu/layout). A job is a cgroup
+//     v1 group named after JobName (internal/cgroup1, as hcsemu's compute systems); its
+//     processes are forked in the emulated host's network namespace and the machine's mount and
+//     PID namespaces; accounts, console events and exit codes follow hcsemu's rules
+//     (internal/winlinux); the emulated host's drives are the machine's root (localPath); Bind
+//     is a bind mount. docs/hostprocess.md ("Where it runs") gives the decisions and reasons.
+//   - elsewhere (host_other.go): New refuses with ErrNotImplemented.
 //
 // paths.go holds the platform-neutral rules: where a container's files appear on the host
-// (RootfsLocation, MountPath) and the expansion of %CONTAINER_SANDBOX_MOUNT_POINT%.
+// (RootfsLocation, MountPath) and the expansion of %CONTAINER_SANDBOX_MOUNT_POINT%; env.go the
+// environment and program lookup both implementations share.
 //
 // It imports internal/hcs/schema2 (the process and statistics documents its Job and Process
-// answer in, so that the task package uses them as it uses an HCS process) and nothing else of
-// the project.
+// answer in, so that the task package uses them as it uses an HCS process), internal/winargs,
+// and for the Linux host internal/cgroup1, internal/winlinux and internal/hcsemu/layout.
 package hostprocess

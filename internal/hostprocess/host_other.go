@@ -1,4 +1,4 @@
-//go:build !windows
+//go:build !windows && !linux
 
 package hostprocess
 
@@ -8,8 +8,8 @@ import (
 	"github.com/containerd/errdefs"
 )
 
-// New returns the host's HostProcess services. Only Windows has them so far: the Linux-native
-// mode (a host process in hcsemu's host namespaces with a cgroup as its job) is not written.
+// New returns the host's HostProcess services. Windows (host_windows.go) and the Linux-native
+// mode (host_linux.go) have them; other systems do not.
 func New() (Host, error) {
-	return nil, fmt.Errorf("HostProcess containers (annotation microsoft.com/hostprocess-container) need a Windows host; the Linux-native emulation does not run them yet: %w", errdefs.ErrNotImplemented)
+	return nil, fmt.Errorf("HostProcess containers (annotation microsoft.com/hostprocess-container) need a Windows host or the Linux-native emulation: %w", errdefs.ErrNotImplemented)
 }

@@ -2,12 +2,9 @@ package hostprocess
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"unicode/utf16"
 	"unsafe"
@@ -16,7 +13,6 @@ import (
 	"golang.org/x/sys/windows"
 
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
-	"github.com/openhcs/runhcs/internal/winargs"
 )
 
 // Start creates the process suspended under the spec's token, assigns it to the job
@@ -38,8 +34,8 @@ func (j *winJob) Start(_ context.Context, p *ProcessSpec) (_ Process, retErr err
 		return nil, fmt.Errorf("the default environment of the process's account: %w", err)
 	}
 	env = mergeEnv(env, p.Env)
-	env = appendPath(env, p.PathSuffix)
-	app, err := findApplication(p.CommandLine, p.Dir, envValue(env, "PATH"))
+	env = appendPath(env, p.PathSuffix, ";")
+	app, err := findApplication(p.CommandLine, p.Dir, envValue(env, "PATH"), func(s string) string { return s })
 	if err != nil {
 		return nil, err
 	}
@@ -366,46 +362,6 @@ func orDefault(v, d uint16) uint16 {
 	return v
 }
 
-// mergeEnv adds extra to base, later entries replacing earlier ones of the same name (names
-// compare case-insensitively, as Windows does).
-func mergeEnv(base, extra []string) []string {
-	idx := map[string]int{}
-	var out []string
-	for _, kv := range append(append([]string{}, base...), extra...) {
-		k, _, _ := strings.Cut(kv, "=")
-		if i, ok := idx[strings.ToUpper(k)]; ok {
-			out[i] = kv
-			continue
-		}
-		idx[strings.ToUpper(k)] = len(out)
-		out = append(out, kv)
-	}
-	return out
-}
-
-// appendPath appends folders to the PATH variable of env (making one if there is none).
-func appendPath(env, folders []string) []string {
-	if len(folders) == 0 {
-		return env
-	}
-	for i, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && strings.EqualFold(k, "PATH") {
-			env[i] = k + "=" + strings.TrimSuffix(v, ";") + ";" + strings.Join(folders, ";")
-			return env
-		}
-	}
-	return append(env, "PATH="+strings.Join(folders, ";"))
-}
-
-func envValue(env []string, name string) string {
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	return ""
-}
-
 // envBlock is a CREATE_UNICODE_ENVIRONMENT block: NAME=VALUE strings, each NUL-terminated,
 // and a final NUL.
 func envBlock(env []string) []uint16 {
@@ -415,44 +371,4 @@ func envBlock(env []string) []uint16 {
 		b = append(b, 0)
 	}
 	return append(b, 0)
-}
-
-// findApplication resolves the command line's program as hcsshim does for job containers
-// (getApplicationName): an absolute path as it is, else the working directory, then each PATH
-// folder, trying the name with .COM, .EXE, .BAT, .CMD and then as it is. CreateProcess's own
-// search would use the shim's folder and PATH, not the container's.
-func findApplication(cmdline, dir, path string) (string, error) {
-	args := winargs.Split(cmdline)
-	if len(args) == 0 {
-		return "", fmt.Errorf("command line %q: no program: %w", cmdline, errdefs.ErrInvalidArgument)
-	}
-	name := args[0]
-	try := func(base string) (string, bool) {
-		for _, ext := range []string{".com", ".exe", ".bat", ".cmd", ""} {
-			c := base + ext
-			if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() {
-				return c, true
-			}
-		}
-		return "", false
-	}
-	if filepath.IsAbs(name) || strings.ContainsAny(name, `\/`) {
-		p := name
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		if c, ok := try(p); ok {
-			return c, nil
-		}
-		return "", fmt.Errorf("program %q of command line %q (looked for %s): %w", name, cmdline, p, os.ErrNotExist)
-	}
-	for _, d := range append([]string{dir}, filepath.SplitList(path)...) {
-		if d == "" {
-			continue
-		}
-		if c, ok := try(filepath.Join(d, name)); ok {
-			return c, nil
-		}
-	}
-	return "", fmt.Errorf("program %q of command line %q: not in %q nor on PATH: %w", name, cmdline, dir, errors.Join(os.ErrNotExist, errdefs.ErrNotFound))
 }

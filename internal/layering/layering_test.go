@@ -40,8 +40,11 @@ var rules = map[string][]string{
 		"protocols/options", "protocols/stats"},
 	"internal/shim/stdio": nil,
 	// The host side of HostProcess containers: job objects, accounts, the bind filter, one
-	// interface and a Windows implementation; a leaf beside internal/computecore.
-	"internal/hostprocess": {"internal/hcs/schema2", "internal/winargs"},
+	// interface, a Windows implementation and a Linux one (cgroups as jobs, the emulator's
+	// accounts, the emulated host's namespace from hcsemu's layout); a leaf beside
+	// internal/computecore.
+	"internal/hostprocess": {"internal/cgroup1", "internal/hcs/schema2", "internal/hcsemu/layout", "internal/winargs",
+		"internal/winlinux"},
 	"internal/uvm": {"internal/hcs", "internal/hcs/schema2", "internal/hns", "internal/hns/hcn", "internal/oci",
 		"protocols/stats"},
 	"internal/oci": {"internal/computenetwork", "internal/hcs/schema2", "internal/winargs", "protocols/options"},
@@ -68,9 +71,9 @@ var rules = map[string][]string{
 	"internal/hcsemu": {"internal/atomicfile", "internal/hcsemu/compute", "internal/hcsemu/hns", "internal/hcsemu/server"},
 	// HCS: compute systems, processes, silos, cgroups, utility VMs and hosted containers,
 	// users, gMSA, and the engine's wire methods and fault injection.
-	"internal/hcsemu/compute": {"internal/computecore", "internal/computenetwork", "internal/hcs/schema2",
+	"internal/hcsemu/compute": {"internal/cgroup1", "internal/computecore", "internal/computenetwork", "internal/hcs/schema2",
 		"internal/hcsemu/dispatch", "internal/hcsemu/hns", "internal/hcsemu/hresult", "internal/hcsemu/layout",
-		"internal/hcsemu/storage", "internal/hcsemu/wire", "internal/hns/hcn", "internal/winargs"},
+		"internal/hcsemu/storage", "internal/hcsemu/wire", "internal/hns/hcn", "internal/winargs", "internal/winlinux"},
 	// The server: transports (unix socket, loopback TCP), the gate, the connections.
 	"internal/hcsemu/server": {"internal/atomicfile", "internal/computecore", "internal/hcsemu/dispatch",
 		"internal/hcsemu/hresult", "internal/hcsemu/wire"},
@@ -95,9 +98,13 @@ var rules = map[string][]string{
 	// Small shared leaves.
 	"internal/atomicfile": nil,
 	"internal/winargs":    nil,
-	"internal/testenv":    nil,
-	"internal/wintest":    nil,
-	"internal/layering":   nil,
+	// cgroup v1 groups as jobs, and the Linux stand-ins for accounts, console events and exit
+	// codes: shared by hcsemu's compute systems and the Linux HostProcess host.
+	"internal/cgroup1":  nil,
+	"internal/winlinux": {"internal/hcs/schema2"},
+	"internal/testenv":  nil,
+	"internal/wintest":  nil,
+	"internal/layering": nil,
 
 	"protocols":         nil,
 	"protocols/diag":    nil,

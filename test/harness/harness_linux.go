@@ -19,6 +19,7 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
+	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 	"github.com/openhcs/runhcs/internal/testenv"
 )
 
@@ -201,9 +202,12 @@ func New(ctx context.Context, o Options, registered func(*Env)) (_ *Env, err err
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return e, err
 	}
-	// The shims containerd starts find hcsemu through HCSEMU_ADDRESS and are found on PATH.
+	// The shims containerd starts find hcsemu through HCSEMU_ADDRESS, its emulated host (the
+	// host network namespace HostProcess containers run in) through HCSEMU_ROOT
+	// (layout.RootEnv), and are found on PATH.
 	daemonEnv := []string{
 		"HCSEMU_ADDRESS=" + e.HCSEmuAddress,
+		layout.RootEnv + "=" + e.HCSEmuRoot(),
 		"PATH=" + filepath.Dir(bins.Shim) + ":" + os.Getenv("PATH"),
 	}
 	daemonEnv = append(daemonEnv, o.ContainerdEnv...)

@@ -1,7 +1,6 @@
 package compute
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/containerd/log"
 
+	"github.com/openhcs/runhcs/internal/cgroup1"
 	"github.com/openhcs/runhcs/internal/hcsemu/layout"
 )
 
@@ -23,7 +22,7 @@ import (
 var cgroupControllers = layout.CgroupControllers()
 
 // cfsPeriodUs is the CFS period the processor limits are expressed against (the kernel's default).
-const cfsPeriodUs = 100000
+const cfsPeriodUs = cgroup1.CFSPeriodUs
 
 // cgroupManager owns /sys/fs/cgroup/<controller>/hcsemu/<instance>: one folder per daemon
 // (instance is derived from its --root, so that daemons of different roots, as tests start
@@ -65,25 +64,7 @@ func newCgroupManager(ctx context.Context, mountRoot, instance string) (*cgroupM
 }
 
 // readProcCgroups parses /proc/<pid>/cgroup into controller → path.
-func readProcCgroups(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	m := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			m[c] = parts[2]
-		}
-	}
-	return m, sc.Err()
-}
+func readProcCgroups(path string) (map[string]string, error) { return cgroup1.ProcCgroups(path) }
 
 // groupName turns a system id into a folder name: ids are usually GUIDs or containerd ids, but
 // anything outside [A-Za-z0-9._-] is hex-escaped so no id can name another folder.
@@ -134,30 +115,23 @@ func (m *cgroupManager) removeBase() error {
 
 func (m *cgroupManager) groupFor(id string) *cgroup { return &cgroup{m: m, name: groupName(id)} }
 
-func (g *cgroup) dir(controller string) string {
-	return filepath.Join(g.m.mountRoot, controller, g.m.base, g.name)
+// group is the cgroup1 group of the system: the mechanism, shared with internal/hostprocess.
+func (g *cgroup) group() cgroup1.Group {
+	return cgroup1.Group{Root: g.m.mountRoot, Path: filepath.Join(g.m.base, g.name)}
 }
 
+func (g *cgroup) dir(controller string) string { return g.group().Dir(controller) }
+
 func (g *cgroup) write(controller, file, value string) error {
-	p := filepath.Join(g.dir(controller), file)
-	if err := os.WriteFile(p, []byte(value), 0); err != nil {
-		return fmt.Errorf("write %q to %s: %w", value, p, err)
-	}
-	return nil
+	return g.group().Write(controller, file, value)
 }
 
 func (g *cgroup) read(controller, file string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(g.dir(controller), file))
-	return strings.TrimSpace(string(b)), err
+	return g.group().Read(controller, file)
 }
 
 func (g *cgroup) readUint(controller, file string) uint64 {
-	s, err := g.read(controller, file)
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.ParseUint(s, 10, 64)
-	return n
+	return g.group().ReadUint(controller, file)
 }
 
 // threadControllers are the controllers the spawner thread enters before it forks. memory is
@@ -189,129 +163,29 @@ func (g *cgroup) leaveThread(tid int) {
 
 // addProcess moves a process (all its threads) into the groups of the given controllers.
 func (g *cgroup) addProcess(pid int, controllers ...string) error {
-	for _, c := range controllers {
-		if err := g.write(c, "cgroup.procs", strconv.Itoa(pid)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return g.group().AddProcess(pid, controllers...)
 }
 
-// setProcessor applies Processor limits. The mapping, since cgroups and job objects differ:
-//   - Count n limits the group to n CPUs' worth of time: cfs_quota = n × period.
-//   - Maximum m is a share of the whole host in hundredths of a percent (1–10000), so
-//     cfs_quota = m × hostCPUs × period / 10000.
-//   - When both are set, the smaller quota wins (HCS applies both job-object limits).
-//   - Weight w (1–10000) is relative, as cpu.shares is; it is passed through as the share
-//     count (at least 2, the kernel's minimum). 0 leaves the kernel's default (1024).
+// setProcessor applies Processor limits (cgroup1.Group.SetProcessor has the mapping).
 func (g *cgroup) setProcessor(count uint32, maximum, weight uint64, hostCPUs int) error {
-	quota := int64(-1)
-	if count > 0 {
-		quota = int64(count) * cfsPeriodUs
-	}
-	if maximum > 0 {
-		q := int64(maximum) * int64(hostCPUs) * cfsPeriodUs / 10000
-		if q < 1000 {
-			q = 1000 // the kernel's minimum quota is 1ms
-		}
-		if quota < 0 || q < quota {
-			quota = q
-		}
-	}
-	if err := g.write("cpu", "cpu.cfs_period_us", strconv.Itoa(cfsPeriodUs)); err != nil {
-		return err
-	}
-	if err := g.write("cpu", "cpu.cfs_quota_us", strconv.FormatInt(quota, 10)); err != nil {
-		return err
-	}
-	shares := uint64(1024)
-	if weight > 0 {
-		shares = max(weight, 2)
-	}
-	return g.write("cpu", "cpu.shares", strconv.FormatUint(shares, 10))
+	return g.group().SetProcessor(count, maximum, weight, hostCPUs)
 }
 
-// setMemory applies Memory.SizeInMB as memory.limit_in_bytes (0: no limit), and as
-// memory.memsw.limit_in_bytes where swap is accounted, since a job object's commit limit
-// counts what is paged out too: without it a process could swap past its limit.
-func (g *cgroup) setMemory(sizeInMB uint64) error {
-	v := "-1"
-	if sizeInMB > 0 {
-		v = strconv.FormatUint(sizeInMB<<20, 10)
-	}
-	if _, err := os.Stat(filepath.Join(g.dir("memory"), "memory.memsw.limit_in_bytes")); err != nil {
-		return g.write("memory", "memory.limit_in_bytes", v)
-	}
-	// The kernel keeps memsw ≥ limit: lowering goes limit first, raising memsw first.
-	if err := g.write("memory", "memory.limit_in_bytes", v); err == nil {
-		return g.write("memory", "memory.memsw.limit_in_bytes", v)
-	}
-	if err := g.write("memory", "memory.memsw.limit_in_bytes", v); err != nil {
-		return err
-	}
-	return g.write("memory", "memory.limit_in_bytes", v)
-}
+// setMemory applies Memory.SizeInMB (0: no limit; cgroup1.Group.SetMemory).
+func (g *cgroup) setMemory(sizeInMB uint64) error { return g.group().SetMemory(sizeInMB << 20) }
 
 // freeze stops every process of the group and waits until the kernel reports it FROZEN.
-func (g *cgroup) freeze(ctx context.Context) error {
-	return g.setFreezer(ctx, "FROZEN")
-}
+func (g *cgroup) freeze(ctx context.Context) error { return g.group().Freeze(ctx) }
 
-func (g *cgroup) thaw(ctx context.Context) error {
-	return g.setFreezer(ctx, "THAWED")
-}
-
-func (g *cgroup) setFreezer(ctx context.Context, state string) error {
-	for {
-		if err := g.write("freezer", "freezer.state", state); err != nil {
-			return err
-		}
-		s, err := g.read("freezer", "freezer.state")
-		if err != nil {
-			return err
-		}
-		if s == state {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("freezer of %s is %s, not %s: %w", g.name, s, state, ctx.Err())
-		case <-time.After(time.Millisecond):
-		}
-	}
-}
+func (g *cgroup) thaw(ctx context.Context) error { return g.group().Thaw(ctx) }
 
 // pids lists the processes in the group.
-func (g *cgroup) pids() []int {
-	s, err := g.read("pids", "cgroup.procs")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, f := range strings.Fields(s) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+func (g *cgroup) pids() []int { return g.group().Pids() }
 
-// kill ends every process in the group: frozen first, so nothing forks while it is being
-// killed, then SIGKILL to each, then thawed so the kills take effect.
+// kill ends every process in the group (cgroup1.Group.Kill: frozen, killed, thawed).
 func (g *cgroup) kill(ctx context.Context) {
-	if _, err := os.Stat(g.dir("freezer")); err != nil {
-		return // gone already (a VM's group removes its containers' groups)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := g.freeze(ctx); err != nil {
-		log.G(ctx).WithError(err).WithField("system", g.name).Debug("hcsemu: freeze before kill")
-	}
-	for _, pid := range g.pids() {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-	if err := g.thaw(ctx); err != nil {
-		log.G(ctx).WithError(err).WithField("system", g.name).Warn("hcsemu: thaw after kill")
+	if err := g.group().Kill(ctx); err != nil {
+		log.G(ctx).WithError(err).WithField("system", g.name).Warn("hcsemu: freeze or thaw around kill")
 	}
 }
 
@@ -329,75 +203,13 @@ func (g *cgroup) destroy(ctx context.Context) {
 	}
 }
 
-func (g *cgroup) remove() error {
-	var errs []error
-	for _, c := range cgroupControllers {
-		if err := os.Remove(g.dir(c)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
+func (g *cgroup) remove() error { return g.group().Remove(cgroupControllers) }
 
 // cgroupStats is what the groups account, in the units Statistics wants.
-type cgroupStats struct {
-	total100ns, user100ns, kernel100ns  uint64
-	memUsage, memPeak, memPrivate       uint64
-	readOps, readBytes, writeOps, wrote uint64
-}
+type cgroupStats = cgroup1.Stats
 
-// userHZ is USER_HZ, the unit of cpuacct.stat; it is 100 on every Linux architecture Go runs on.
+// userHZ is USER_HZ, the unit of cpuacct.stat and /proc/stat; it is 100 on every Linux
+// architecture Go runs on.
 const userHZ = 100
 
-func (g *cgroup) stats() cgroupStats {
-	var s cgroupStats
-	s.total100ns = g.readUint("cpuacct", "cpuacct.usage") / 100
-	if st, err := g.read("cpuacct", "cpuacct.stat"); err == nil {
-		for _, line := range strings.Split(st, "\n") {
-			k, v, _ := strings.Cut(line, " ")
-			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			switch k {
-			case "user":
-				s.user100ns = n * (10_000_000 / userHZ)
-			case "system":
-				s.kernel100ns = n * (10_000_000 / userHZ)
-			}
-		}
-	}
-	s.memUsage = g.readUint("memory", "memory.usage_in_bytes")
-	s.memPeak = g.readUint("memory", "memory.max_usage_in_bytes")
-	if st, err := g.read("memory", "memory.stat"); err == nil {
-		for _, line := range strings.Split(st, "\n") {
-			if k, v, ok := strings.Cut(line, " "); ok && k == "total_rss" {
-				s.memPrivate, _ = strconv.ParseUint(v, 10, 64)
-			}
-		}
-	}
-	// blkio accounts I/O to block devices only (an overlay on tmpfs shows none); its absence
-	// leaves zeros, as the brief of Statistics.Storage allows.
-	s.readOps, s.writeOps = blkioTotals(g, "blkio.throttle.io_serviced")
-	s.readBytes, s.wrote = blkioTotals(g, "blkio.throttle.io_service_bytes")
-	return s
-}
-
-// blkioTotals sums the Read and Write lines of a blkio.throttle file ("MAJ:MIN Read N").
-func blkioTotals(g *cgroup, file string) (read, write uint64) {
-	st, err := g.read("blkio", file)
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(st, "\n") {
-		f := strings.Fields(line)
-		if len(f) != 3 {
-			continue
-		}
-		n, _ := strconv.ParseUint(f[2], 10, 64)
-		switch f[1] {
-		case "Read":
-			read += n
-		case "Write":
-			write += n
-		}
-	}
-	return read, write
-}
+func (g *cgroup) stats() cgroupStats { return g.group().Stats() }

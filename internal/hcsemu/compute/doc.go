@@ -8,14 +8,17 @@
 // It imports the services it uses, internal/hcsemu/hns and internal/hcsemu/storage, and asks
 // of them only what the narrow interfaces networks and volumes say (engine_linux.go); the
 // documents (internal/hcs/schema2, internal/hns/hcn), the protocol (internal/hcsemu/wire), the
-// leaves internal/hcsemu/dispatch, internal/hcsemu/hresult and internal/hcsemu/layout, and
-// internal/winargs for Windows command lines. It never imports the server or the wiring above
+// leaves internal/hcsemu/dispatch, internal/hcsemu/hresult and internal/hcsemu/layout,
+// internal/winargs for Windows command lines, and the leaves it shares with the Linux
+// HostProcess host (internal/hostprocess): internal/cgroup1 (a group's limits, freezer, kill
+// and accounting) and internal/winlinux (the accounts' Linux identities, console events as
+// signals, exit codes). It never imports the server or the wiring above
 // it (internal/layering).
 //
 // Files: validate.go, vm_validate.go (documents checked before anything is made); state.go (the
 // state table, through which every state change goes); engine_linux.go, process_linux.go,
 // mounts*_linux.go, pipes_linux.go, hcsv1_linux.go, dns_linux.go (systems and processes);
-// cgroups_linux.go, spawn_linux.go, silo_linux.go, sweep_linux.go, reexec_linux.go (what
+// cgroups_linux.go (this daemon's groups, over internal/cgroup1), spawn_linux.go, silo_linux.go, sweep_linux.go, reexec_linux.go (what
 // Linux gives them); users*.go, ccg.go (accounts, gMSA); cmdline.go, resolve.go, hostpaths.go
 // (Windows command lines and paths); dispatch_linux.go, methods_*_linux.go, fault_linux.go,
 // hostperf_linux.go (the wire methods, fault injection, the host's figures).

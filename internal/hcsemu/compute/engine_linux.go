@@ -899,9 +899,9 @@ func (s *system) statisticsLocked() *schema2.Statistics {
 	if s.cg != nil && s.state != schema2.StateStopped {
 		c = s.cg.stats()
 	}
-	st.Processor = &schema2.ProcessorStats{TotalRuntime100ns: c.total100ns, RuntimeUser100ns: c.user100ns, RuntimeKernel100ns: c.kernel100ns}
-	st.Memory = &schema2.MemoryStats{MemoryUsageCommitBytes: c.memUsage, MemoryUsageCommitPeakBytes: c.memPeak, MemoryUsagePrivateWorkingSetBytes: c.memPrivate}
-	st.Storage = &schema2.StorageStats{ReadCountNormalized: c.readOps, ReadSizeBytes: c.readBytes, WriteCountNormalized: c.writeOps, WriteSizeBytes: c.wrote}
+	st.Processor = &schema2.ProcessorStats{TotalRuntime100ns: c.Total100ns, RuntimeUser100ns: c.User100ns, RuntimeKernel100ns: c.Kernel100ns}
+	st.Memory = &schema2.MemoryStats{MemoryUsageCommitBytes: c.MemUsage, MemoryUsageCommitPeakBytes: c.MemPeak, MemoryUsagePrivateWorkingSetBytes: c.MemPrivate}
+	st.Storage = &schema2.StorageStats{ReadCountNormalized: c.ReadOps, ReadSizeBytes: c.ReadBytes, WriteCountNormalized: c.WriteOps, WriteSizeBytes: c.Wrote}
 	return st
 }
 

@@ -24,16 +24,13 @@ import (
 	"github.com/openhcs/runhcs/internal/hcs/schema2"
 	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
 	"github.com/openhcs/runhcs/internal/hcsemu/wire"
+	"github.com/openhcs/runhcs/internal/winlinux"
 )
 
-// Exit codes a Windows process gets when it did not choose one.
+// Exit codes a Windows process gets when it did not choose one (internal/winlinux).
 const (
-	// exitCodeTerminated is what HcsTerminateProcess leaves: HCS terminates the process with
-	// exit code 1 (observed: containerd reports 1 for a killed Windows container task).
-	exitCodeTerminated = 1
-	// exitCodeCtrlC is STATUS_CONTROL_C_EXIT (0xC000013A), the exit code of a console process
-	// the default control handler ended (CtrlC, CtrlBreak, CtrlClose...).
-	exitCodeCtrlC = 0xC000013A
+	exitCodeTerminated = winlinux.ExitCodeTerminated
+	exitCodeCtrlC      = winlinux.ExitCodeCtrlC
 )
 
 // maxExitedProcesses bounds how many exited processes a system remembers for OpenProcess and
@@ -84,15 +81,9 @@ func (p *process) reply() wire.ProcessReply {
 	return r
 }
 
-// signalFor maps a console control event to the signal that stands for it on Linux: CtrlC is
-// SIGINT; the others (CtrlBreak, CtrlClose, CtrlLogOff, CtrlShutdown) ask a process to end,
-// which is SIGTERM.
-func signalFor(sig schema2.ProcessSignal) syscall.Signal {
-	if sig == schema2.SignalCtrlC {
-		return syscall.SIGINT
-	}
-	return syscall.SIGTERM
-}
+// signalFor maps a console control event to the signal that stands for it on Linux
+// (winlinux.ConsoleSignal: CtrlC is SIGINT, the others SIGTERM).
+func signalFor(sig schema2.ProcessSignal) syscall.Signal { return winlinux.ConsoleSignal(sig) }
 
 func (p *process) signalLocked(sig syscall.Signal) error {
 	if p.isExited() {
@@ -417,16 +408,7 @@ func (s *system) wait(p *process) {
 	code := uint32(exitCodeTerminated)
 	if err == nil {
 		ws, _ := st.Sys().(syscall.WaitStatus)
-		switch {
-		case ws.Exited():
-			code = uint32(ws.ExitStatus())
-		case ws.Signaled() && ws.Signal() == syscall.SIGKILL:
-			code = exitCodeTerminated
-		case ws.Signaled() && (ws.Signal() == syscall.SIGINT || ws.Signal() == syscall.SIGTERM):
-			code = exitCodeCtrlC
-		case ws.Signaled():
-			code = 128 + uint32(ws.Signal())
-		}
+		code = winlinux.ExitCode(ws)
 	}
 	p.closeStdinRelay()
 	s.mu.Lock()

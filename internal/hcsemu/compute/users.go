@@ -5,23 +5,13 @@ import (
 
 	"github.com/openhcs/runhcs/internal/computecore"
 	"github.com/openhcs/runhcs/internal/hcsemu/hresult"
+	"github.com/openhcs/runhcs/internal/winlinux"
 )
 
 // account is one account of a container's own SAM, as a Windows base image has them, and the
-// Linux identity the emulator runs its processes with (the table is in docs/emulator.md, "Users").
-type account struct {
-	// Name and Domain are what whoami shows, "Domain\Name".
-	Name, Domain string
-	// UID and GID are the Linux identity of the account's processes inside the container.
-	UID, GID uint32
-	// Admin accounts may write where only administrators may: the layers' files (owned by
-	// uid 0, not writable by others). Their processes hold the capabilities that bypass
-	// file permissions, as an elevated administrator's token holds SeBackupPrivilege,
-	// SeRestorePrivilege and SeTakeOwnershipPrivilege.
-	Admin bool
-	// Profile is the account's profile folder, %USERPROFILE%.
-	Profile string
-}
+// Linux identity the emulator runs its processes with (internal/winaccount; the table is in
+// docs/emulator.md, "Users").
+type account struct{ winlinux.Account }
 
 // The container's accounts. ContainerAdministrator and ContainerUser are the two accounts of
 // Microsoft's base images (Kubernetes' runAsUserName documentation names them); whoami shows
@@ -33,11 +23,11 @@ type account struct {
 // "NT AUTHORITY\SYSTEM" refused with 0x52e on a Windows Server 2016 image, which the emulator,
 // modelling 2019 and later hosts, does not reproduce).
 var accounts = []account{
-	{Name: "ContainerAdministrator", Domain: "User Manager", UID: 0, GID: 0, Admin: true, Profile: `C:\Users\ContainerAdministrator`},
-	{Name: "ContainerUser", Domain: "User Manager", UID: 1000, GID: 545, Profile: `C:\Users\ContainerUser`},
-	{Name: "SYSTEM", Domain: "NT AUTHORITY", UID: 18, GID: 0, Admin: true, Profile: `C:\Windows\System32\config\systemprofile`},
-	{Name: "LOCAL SERVICE", Domain: "NT AUTHORITY", UID: 19, GID: 545, Profile: `C:\Windows\ServiceProfiles\LocalService`},
-	{Name: "NETWORK SERVICE", Domain: "NT AUTHORITY", UID: 20, GID: 545, Profile: `C:\Windows\ServiceProfiles\NetworkService`},
+	{winlinux.Account{Name: "ContainerAdministrator", Domain: "User Manager", UID: 0, GID: 0, Admin: true, Profile: `C:\Users\ContainerAdministrator`}},
+	{winlinux.Account{Name: "ContainerUser", Domain: "User Manager", UID: 1000, GID: winlinux.UsersGID, Profile: `C:\Users\ContainerUser`}},
+	{winlinux.System},
+	{winlinux.LocalService},
+	{winlinux.NetworkService},
 }
 
 // defaultAccount is whom HCS runs a container process as when ProcessParameters.User is empty:
@@ -52,19 +42,10 @@ func lookupAccount(user string) (*account, error) {
 	if user == "" {
 		user = defaultAccount
 	}
-	domain, name, qualified := strings.Cut(user, `\`)
-	if !qualified {
-		name, domain = user, ""
-	}
 	for i := range accounts {
-		a := &accounts[i]
-		if !strings.EqualFold(a.Name, name) {
-			continue
+		if accounts[i].Is(user) {
+			return &accounts[i], nil
 		}
-		if qualified && !strings.EqualFold(a.Domain, domain) {
-			continue
-		}
-		return a, nil
 	}
 	return nil, hresult.Errorf(computecore.E_LOGON_FAILURE, "User=%q: the container has no such account (it has ContainerAdministrator, ContainerUser and NT AUTHORITY\\SYSTEM, LOCAL SERVICE, NETWORK SERVICE)", user)
 }

@@ -2,29 +2,10 @@ package compute
 
 import (
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
-// adminCaps are what an administrator account's processes keep when they run under their own
-// uid: the capabilities that bypass file permissions and ownership, as an elevated
-// administrator's token holds SeBackupPrivilege, SeRestorePrivilege and
-// SeTakeOwnershipPrivilege, and may signal any process of the container.
-var adminCaps = []uintptr{unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH, unix.CAP_FOWNER, unix.CAP_KILL}
-
-// setCredential makes the process run as the account. uid 0 (ContainerAdministrator) is the
-// daemon's own identity and needs nothing. Every other account gets CAP_NET_BIND_SERVICE:
-// Windows has no privileged ports, any user may listen on port 80.
-func (a *account) setCredential(sys *syscall.SysProcAttr) {
-	if a.UID == 0 {
-		return
-	}
-	sys.Credential = &syscall.Credential{Uid: a.UID, Gid: a.GID, Groups: []uint32{a.GID}}
-	sys.AmbientCaps = []uintptr{unix.CAP_NET_BIND_SERVICE}
-	if a.Admin {
-		sys.AmbientCaps = append(sys.AmbientCaps, adminCaps...)
-	}
-}
+// setCredential makes the process run as the account (winlinux.Account.SetCredential).
+func (a *account) setCredential(sys *syscall.SysProcAttr) { a.Account.SetCredential(sys) }
 
 // createProfile makes the account's profile folders in the volume, owned by the account, as
 // Windows' User Profile Service does at its first logon; folders there already (from a layer or

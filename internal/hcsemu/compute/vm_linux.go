@@ -578,7 +578,7 @@ func (s *system) vmPropertiesLocked(props *schema2.Properties, types []schema2.P
 			pages := vm.memMB << 20 / pageSize
 			var used uint64
 			if s.cg != nil && s.state != schema2.StateStopped {
-				used = s.cg.stats().memUsage
+				used = s.cg.stats().MemUsage
 			}
 			avail := int64(vm.memMB) - int64(used>>20)
 			props.Memory = &schema2.MemoryInformationForVM{

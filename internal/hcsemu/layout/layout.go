@@ -60,6 +60,15 @@ func NetnsDir(root string) string { return filepath.Join(root, "netns") }
 // lives as long as the daemon.
 const HostNetnsName = "host"
 
+// RootEnv names the environment variable that tells a program beside the daemon (the Linux
+// shim, for the processes of HostProcess containers: internal/hostprocess) the daemon's
+// --root, from which it finds the emulated host (HostNetns); DefaultRoot when it is not set,
+// as the client finds the daemon at wire.DefaultAddress without HCSEMU_ADDRESS.
+const RootEnv = "HCSEMU_ROOT"
+
+// DefaultRoot is the daemon's --root when none is given (cmd/hcsemu).
+const DefaultRoot = "/var/lib/hcsemu"
+
 // HostNetns is the file of the emulated host's network namespace of the daemon of root.
 func HostNetns(root string) string { return filepath.Join(NetnsDir(root), HostNetnsName) }
 
