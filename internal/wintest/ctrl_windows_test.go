@@ -70,7 +70,23 @@ func startCtrlHelper(t *testing.T) *ctrlHelper {
 	return h
 }
 
+// ctrlSignallerEnv runs TestConsoleCtrlEvents' body in a process of its own: it detaches from its
+// console and attaches to others', which would leave the test process without its console (and
+// change what the later tests' helpers inherit: a helper started then got a console of its own,
+// with one more process in its job).
+const ctrlSignallerEnv = "RUNHCS_WINTEST_CTRL_SIGNALLER"
+
 func TestConsoleCtrlEvents(t *testing.T) {
+	if os.Getenv(ctrlSignallerEnv) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestConsoleCtrlEvents$", "-test.v", "-test.timeout=3m")
+		cmd.Env = append(os.Environ(), ctrlSignallerEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the test in a process of its own: %v\n%s", err, out)
+		}
+		t.Logf("the test in a process of its own:\n%s", out)
+		return
+	}
 	// The test process attaches to its helpers' consoles and so gets the events too: its own
 	// handler keeps it alive, as the shim's does.
 	if r, _, err := procSetConsoleCtrlHnd.Call(windows.NewCallback(func(uint32) uintptr { return 1 }), 1); r == 0 {
