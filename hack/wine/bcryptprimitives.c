@@ -27,7 +27,8 @@ static rtl_gen_random_fn rtl_gen_random;
 
 BOOL WINAPI DllMain(HINSTANCE instance, DWORD reason, LPVOID reserved)
 {
-	(void)reserved;
+	if (reason == DLL_PROCESS_DETACH && reserved != NULL)
+		winemem_detach(); /* the process exits (not FreeLibrary): its commits go with it */
 	if (reason == DLL_PROCESS_ATTACH) {
 		HMODULE advapi;
 

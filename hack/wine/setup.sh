@@ -4,7 +4,7 @@
 #
 #   1. Debian packages wine64 and gcc-mingw-w64-x86-64 (apt-get only if missing; needs root then)
 #   2. bcryptprimitives.dll built from hack/wine/bcryptprimitives.c, winecompat.c, winebackup.c,
-#      winepipe.c, winespawn.c, winesymlink.c, winesock.c, winepath.c, winejob.c, wineaccount.c and winectrl.c (rebuilt when the source changes)
+#      winepipe.c, winespawn.c, winesymlink.c, winesock.c, winepath.c, winejob.c, wineaccount.c, winectrl.c and winemem.c (rebuilt when the source changes)
 #   3. a private Wine prefix under ${RUNHCS_CACHE:-~/.cache/runhcs}/wine/KEY/prefix, one per version
 #      of hack/wine's sources (lib.sh; about 11 s the first time)
 #   3b. powershell.exe (hack/wine/powershell), over Wine's stub in the prefix
@@ -159,7 +159,7 @@ prune_other_keys
 build_dll bcryptprimitives.dll "${WINE_HACK}/bcryptprimitives.c" "${WINE_HACK}/winecompat.c" \
 	"${WINE_HACK}/winebackup.c" "${WINE_HACK}/winepipe.c" "${WINE_HACK}/winespawn.c" "${WINE_HACK}/winesymlink.c" \
 	"${WINE_HACK}/winesock.c" "${WINE_HACK}/winepath.c" "${WINE_HACK}/winejob.c" "${WINE_HACK}/wineaccount.c" \
-	"${WINE_HACK}/winectrl.c"
+	"${WINE_HACK}/winectrl.c" "${WINE_HACK}/winemem.c"
 build_dll computecore.dll "${WINE_HACK}/computecore/computecore.c" "${WINE_HACK}/common/json.c" \
 	"${WINE_HACK}/common/emu.c" -- -lws2_32
 build_dll vmcompute.dll "${WINE_HACK}/vmcompute/layers.c" "${WINE_HACK}/vmcompute/hns.c" "${WINE_HACK}/vmcompute/hcs.c" \

@@ -210,6 +210,15 @@ BOOL winecompat_patch_import(BYTE *module, const char *dll, const char *name, vo
 	return patched;
 }
 
+LONG_PTR winecompat_linux_syscall4(LONG_PTR nr, LONG_PTR a, LONG_PTR b, LONG_PTR c, LONG_PTR d)
+{
+	LONG_PTR ret;
+	register LONG_PTR r10 __asm__("r10") = d;
+
+	__asm__ volatile("syscall" : "=a"(ret) : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+	return ret;
+}
+
 /* append_uint writes v in decimal at line + *i. */
 static void append_uint(char *line, int *i, unsigned long v)
 {
@@ -289,5 +298,5 @@ BOOL winecompat_install(void)
 	return winecompat_patch_export(ntdll, "NtSetInformationFile", (void *)compat_set_information_file) &&
 	       winebackup_install() && winepipe_install() && winespawn_install() && winesymlink_install() &&
 	       winesock_install() && winepath_install() && winejob_install() && wineaccount_install() &&
-	       winectrl_install();
+	       winectrl_install() && winemem_install();
 }

@@ -15,6 +15,11 @@ BOOL winecompat_patch_export(BYTE *module, const char *name, void *wrapper);
  * entry, bound at load) at wrapper; FALSE if module does not import it. */
 BOOL winecompat_patch_import(BYTE *module, const char *dll, const char *name, void *wrapper);
 
+/* winecompat_linux_syscall4 makes a Linux system call from PE code (Wine 8 lets it through;
+ * registers are 64-bit: LONG_PTR, since Windows' long is 32): its result, a negated errno on
+ * failure. */
+LONG_PTR winecompat_linux_syscall4(LONG_PTR nr, LONG_PTR a, LONG_PTR b, LONG_PTR c, LONG_PTR d);
+
 /* winepath_install makes a rooted path that begins with '/' name the current drive's root, as
  * on Windows, not the Linux machine's (winepath.c). */
 BOOL winepath_install(void);
@@ -45,6 +50,31 @@ BOOL winesock_install(void);
 
 /* winejob_install fills in the job object classes a HostProcess job needs (winejob.c). */
 BOOL winejob_install(void);
+
+/* winemem_install makes a job's memory limits fail the commits that pass them (winemem.c). */
+BOOL winemem_install(void);
+
+/* winemem_set_limits keeps a job's extended limits as set through handle job, with the job's
+ * processes so far (pids, or NULL) (winemem.c). */
+BOOL winemem_set_limits(HANDLE job, const JOBOBJECT_EXTENDED_LIMIT_INFORMATION *info,
+			const JOBOBJECT_BASIC_PROCESS_ID_LIST *pids);
+
+/* winemem_set_weight gives the job's processes (and pids, its processes so far) the CPU weight
+ * weight, 1..9, or none (0) (winemem.c). */
+BOOL winemem_set_weight(HANDLE job, DWORD weight, const JOBOBJECT_BASIC_PROCESS_ID_LIST *pids);
+
+/* winemem_query_limits fills info with the limits set through handle job and their peaks: FALSE
+ * if none were set through it (winemem.c). */
+BOOL winemem_query_limits(HANDLE job, JOBOBJECT_EXTENDED_LIMIT_INFORMATION *info);
+
+/* winemem_assign records process as one of job's (winemem.c). */
+void winemem_assign(HANDLE job, HANDLE process);
+
+/* winemem_close forgets handle h as the handle limits were set through (winemem.c). */
+void winemem_close(HANDLE h);
+
+/* winemem_detach gives back this process's record as it exits (winemem.c). */
+void winemem_detach(void);
 
 /* wineaccount_install makes NetLocalGroupGetInfo answer local groups only and LogonUserW log the
  * service accounts on (wineaccount.c). */

@@ -4,7 +4,7 @@
  * Wine only, in place of kernel32's exports QueryInformationJobObject and
  * SetInformationJobObject; every other class goes to Wine's own functions unchanged.
  *
- * Observed under Wine 8.0 (Debian 12; ../shared/notes/hostprocess-facts.md §6):
+ * Observed under Wine 8.0 (Debian 12; docs/notes/hostprocess.md §6):
  * - QueryInformationJobObject(JobObjectBasicAndIoAccountingInformation) fails with
  *   ERROR_INVALID_FUNCTION (ntdll answers STATUS_NOT_IMPLEMENTED);
  * - SetInformationJobObject(JobObjectCpuRateControlInformation) fails with
@@ -35,9 +35,16 @@
  *   Windows' scheduler keeps it per scheduling interval; processes that ended are not counted;
  *   the throttle lives in the process that set the cap and ends with it, or when it closes
  *   its job handle (CloseHandle is patched for that; a duplicate of the handle keeps no cap),
- *   or when the cap is set off. Weights and a rate without HARD_CAP (soft targets that let the
- *   job use idle processors) are accepted and not enforced. The value is not kept for queries:
- *   a query of class 15 still gets Wine's answer.
+ *   or when the cap is set off. A weight is enforced by winemem.c (the Linux nice value of the
+ *   job's threads). A rate without HARD_CAP (a soft target that lets the job use idle
+ *   processors) is accepted and not enforced. The value is not kept for queries: a query of
+ *   class 15 still gets Wine's answer.
+ * - JobObjectExtendedLimitInformation (class 9): Wine 8 accepts it and keeps no memory limit
+ *   (a query answers LimitFlags 0). It is set with Wine's own function (which keeps
+ *   KILL_ON_JOB_CLOSE), then kept in winemem.c's table, which enforces the memory limits; a
+ *   query of class 9 (or 2, the basic part) through the handle that set it answers the values
+ *   as set, with the peaks. A buffer of another size is ERROR_BAD_LENGTH, as Windows.
+ *   AssignProcessToJobObject is patched so that the table knows the job's processes.
  * Both check the handle first with a query Wine does answer (JobObjectBasicAccountingInformation),
  * so a handle that is no job fails as Wine fails it (ERROR_INVALID_HANDLE).
  * - GetProcessTimes of another process answers the times of all its threads (documented:
@@ -50,7 +57,8 @@
  *   times stay Wine's.
  *
  * Go programs find both with GetProcAddress (golang.org/x/sys/windows' lazy kernel32 procs).
- * Tested in internal/wintest, TestJobAccounting, TestJobCPURateControl, TestJobCPUHardCap and
+ * Tested in internal/wintest, TestJobAccounting, TestJobCPURateControl, TestJobCPUHardCap,
+ * TestJobCPUWeight, TestJobMemoryLimit and
  * TestProcessTimesOfAnother.
  */
 #include <windows.h>
@@ -58,6 +66,8 @@
 #include "winecompat.h"
 
 #define CLASS_BASIC_ACCOUNTING 1
+#define CLASS_BASIC_LIMIT 2
+#define CLASS_EXTENDED_LIMIT 9
 #define CLASS_PROCESS_ID_LIST 3
 #define CLASS_BASIC_AND_IO_ACCOUNTING 8
 #define CLASS_CPU_RATE_CONTROL 15
@@ -260,10 +270,24 @@ static BOOL basic_and_io(HANDLE job, JOBOBJECT_BASIC_AND_IO_ACCOUNTING_INFORMATI
 
 static BOOL WINAPI compat_query(HANDLE job, JOBOBJECTINFOCLASS cls, LPVOID info, DWORD len, LPDWORD ret)
 {
+	JOBOBJECT_EXTENDED_LIMIT_INFORMATION ext;
+
 	if ((DWORD)cls == CLASS_BASIC_AND_IO_ACCOUNTING && !real_query(job, cls, info, len, ret) &&
 	    GetLastError() == ERROR_INVALID_FUNCTION)
 		return basic_and_io(job, info, len, ret);
-	return real_query(job, cls, info, len, ret);
+	if (!real_query(job, cls, info, len, ret))
+		return FALSE;
+	/* The limits as set, which Wine 8 does not keep (winemem.c). */
+	if ((DWORD)cls == CLASS_EXTENDED_LIMIT && len >= sizeof(ext)) {
+		CopyMemory(&ext, info, sizeof(ext));
+		if (winemem_query_limits(job, &ext))
+			CopyMemory(info, &ext, sizeof(ext));
+	} else if ((DWORD)cls == CLASS_BASIC_LIMIT && len >= sizeof(ext.BasicLimitInformation)) {
+		ZeroMemory(&ext, sizeof(ext));
+		if (winemem_query_limits(job, &ext))
+			CopyMemory(info, &ext.BasicLimitInformation, sizeof(ext.BasicLimitInformation));
+	}
+	return TRUE;
 }
 
 /* cpu_rate_valid: the documented constraints of JOBOBJECT_CPU_RATE_CONTROL_INFORMATION. */
@@ -457,7 +481,51 @@ static BOOL WINAPI compat_close(HANDLE h)
 {
 	if (n_caps > 0)
 		set_cap(h, 0);
+	winemem_close(h);
 	return real_close(h);
+}
+
+static BOOL(WINAPI *real_assign)(HANDLE job, HANDLE process);
+
+static BOOL WINAPI compat_assign(HANDLE job, HANDLE process)
+{
+	if (!real_assign(job, process))
+		return FALSE;
+	winemem_assign(job, process);
+	return TRUE;
+}
+
+/* set_extended keeps the extended limits Wine's own function accepted, for queries and for
+ * winemem.c's enforcement. */
+static BOOL set_extended(HANDLE job, LPVOID info, DWORD len)
+{
+	JOBOBJECT_EXTENDED_LIMIT_INFORMATION ext;
+	JOBOBJECT_BASIC_PROCESS_ID_LIST *pids;
+	BOOL ok;
+
+	if (info == NULL || len != sizeof(ext)) {
+		SetLastError(ERROR_BAD_LENGTH);
+		return FALSE;
+	}
+	if (!real_set(job, (JOBOBJECTINFOCLASS)CLASS_EXTENDED_LIMIT, info, len))
+		return FALSE;
+	CopyMemory(&ext, info, sizeof(ext));
+	pids = job_pids(job);
+	ok = winemem_set_limits(job, &ext, pids);
+	if (pids != NULL)
+		HeapFree(GetProcessHeap(), 0, pids);
+	return ok;
+}
+
+/* set_weight gives the job's processes the weight (0: none), through winemem.c's table. */
+static BOOL set_weight(HANDLE job, DWORD weight)
+{
+	JOBOBJECT_BASIC_PROCESS_ID_LIST *pids = job_pids(job);
+	BOOL ok = winemem_set_weight(job, weight, pids);
+
+	if (pids != NULL)
+		HeapFree(GetProcessHeap(), 0, pids);
+	return ok;
 }
 
 static BOOL WINAPI compat_set(HANDLE job, JOBOBJECTINFOCLASS cls, LPVOID info, DWORD len)
@@ -465,6 +533,8 @@ static BOOL WINAPI compat_set(HANDLE job, JOBOBJECTINFOCLASS cls, LPVOID info, D
 	JOBOBJECT_BASIC_ACCOUNTING_INFORMATION check;
 	DWORD v[2];
 
+	if ((DWORD)cls == CLASS_EXTENDED_LIMIT)
+		return set_extended(job, info, len);
 	if ((DWORD)cls != CLASS_CPU_RATE_CONTROL)
 		return real_set(job, cls, info, len);
 	if (!real_query(job, (JOBOBJECTINFOCLASS)CLASS_BASIC_ACCOUNTING, &check, sizeof(check), NULL))
@@ -478,11 +548,13 @@ static BOOL WINAPI compat_set(HANDLE job, JOBOBJECTINFOCLASS cls, LPVOID info, D
 		SetLastError(ERROR_INVALID_PARAMETER);
 		return FALSE;
 	}
+	if (!set_weight(job, (v[0] & CPU_WEIGHT_BASED) ? v[1] : 0))
+		return FALSE;
 	if (v[0] & CPU_HARD_CAP)
 		return set_cap(job, v[1]);
 	if (v[0] & CPU_MIN_MAX_RATE)
 		return set_cap(job, HIWORD(v[1]));
-	return set_cap(job, 0); /* off, a weight or a soft rate: accepted, not enforced */
+	return set_cap(job, 0); /* off, a weight (winemem.c) or a soft rate (accepted, not enforced) */
 }
 
 BOOL winejob_install(void)
@@ -495,17 +567,20 @@ BOOL winejob_install(void)
 	real_query = (query_job_fn)(void *)GetProcAddress(kernel32, "QueryInformationJobObject");
 	real_set = (set_job_fn)(void *)GetProcAddress(kernel32, "SetInformationJobObject");
 	real_close = (BOOL(WINAPI *)(HANDLE))(void *)GetProcAddress(kernel32, "CloseHandle");
+	real_assign = (BOOL(WINAPI *)(HANDLE, HANDLE))(void *)GetProcAddress(kernel32, "AssignProcessToJobObject");
 	real_get_process_times = (get_process_times_fn)(void *)GetProcAddress(kernel32, "GetProcessTimes");
 	if (ntdll != NULL) {
 		suspend_process = (nt_process_fn)(void *)GetProcAddress(ntdll, "NtSuspendProcess");
 		resume_process = (nt_process_fn)(void *)GetProcAddress(ntdll, "NtResumeProcess");
 		query_system = (query_system_fn)(void *)GetProcAddress(ntdll, "NtQuerySystemInformation");
 	}
-	if (real_query == NULL || real_set == NULL || real_close == NULL || real_get_process_times == NULL)
+	if (real_query == NULL || real_set == NULL || real_close == NULL || real_get_process_times == NULL ||
+	    real_assign == NULL)
 		return FALSE;
 	InitializeCriticalSection(&caps_lock);
 	return winecompat_patch_export((BYTE *)kernel32, "QueryInformationJobObject", (void *)compat_query) &&
 	       winecompat_patch_export((BYTE *)kernel32, "SetInformationJobObject", (void *)compat_set) &&
 	       winecompat_patch_export((BYTE *)kernel32, "CloseHandle", (void *)compat_close) &&
+	       winecompat_patch_export((BYTE *)kernel32, "AssignProcessToJobObject", (void *)compat_assign) &&
 	       winecompat_patch_export((BYTE *)kernel32, "GetProcessTimes", (void *)compat_get_process_times);
 }

@@ -60,16 +60,7 @@ typedef char *(CDECL *unix_name_fn)(LPCWSTR dos);
 
 static unix_name_fn unix_name;
 
-/* linux_syscall4 makes a Linux system call (registers are 64-bit: LONG_PTR, since Windows' long
- * is 32): its result, a negated errno on failure. */
-static LONG_PTR linux_syscall4(LONG_PTR nr, LONG_PTR a, LONG_PTR b, LONG_PTR c, LONG_PTR d)
-{
-	LONG_PTR ret;
-	register LONG_PTR r10 __asm__("r10") = d;
-
-	__asm__ volatile("syscall" : "=a"(ret) : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
-	return ret;
-}
+#define linux_syscall4 winecompat_linux_syscall4
 
 /* is_unix_link says whether the Unix path p is a symbolic link (lstat). */
 static BOOL is_unix_link(const char *p)

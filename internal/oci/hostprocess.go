@@ -30,7 +30,7 @@ const (
 //
 // A HostProcess container with Hyper-V isolation is refused, naming what asked for it: it runs
 // on the host, and hcsshim's HostProcess-in-a-utility-VM needs guest support that Microsoft's
-// HCS schema does not publish (hostprocess-facts.md §4).
+// HCS schema does not publish (docs/notes/hostprocess.md §4).
 func HostProcess(s *specs.Spec, opts *options.Options) (bool, error) {
 	v, ok := s.Annotations[AnnotationHostProcess]
 	if !ok || v == "false" {

@@ -277,3 +277,86 @@ func TestProcessTimesOfAnother(t *testing.T) {
 		t.Errorf("GetProcessTimes of a spinning process: %s in %s, want most of it", c, wall)
 	}
 }
+
+// weightedSpinner starts the spinning helper in job the shim's way (startInJob) and answers a
+// handle on it to read its times; it ends when the test does.
+func weightedSpinner(t *testing.T, job windows.Handle) windows.Handle {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), spinHelperEnv+"=forever")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startInJob(t, job, cmd)
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	p, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(cmd.Process.Pid))
+	if err != nil {
+		t.Fatalf("OpenProcess: %v", err)
+	}
+	t.Cleanup(func() { windows.CloseHandle(p) })
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || len(line) < 5 || line[:5] != "ready" {
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	return p
+}
+
+// TestJobCPUWeight: a job's CPU weight (JOB_OBJECT_CPU_RATE_CONTROL_WEIGHT_BASED, 1..9) sets its
+// share of processor time against other work that wants it: with twice as many spinning
+// processes as processors, those of a weight-9 job get more than twice the time of a weight-1
+// job's. One of the light job's processes starts after its weight is set, the others before.
+// Under Wine, hack/wine/winemem.c makes the weight the Linux nice value of the job's threads
+// (an assumption for the figures: Windows documents the order, not the ratio). A comparison of
+// processor time over the same interval, not a timing expectation.
+func TestJobCPUWeight(t *testing.T) {
+	procs := int(windows.GetActiveProcessorCount(windows.ALL_PROCESSOR_GROUPS))
+	heavyJob, lightJob := newJob(t), newJob(t)
+	type rate struct{ flags, value uint32 }
+	set := func(job windows.Handle, r rate) {
+		t.Helper()
+		if _, err := windows.SetInformationJobObject(job, classCPURateControl, uintptr(unsafe.Pointer(&r)), uint32(unsafe.Sizeof(r))); err != nil {
+			t.Fatalf("CPU rate control %+v: %v", r, err)
+		}
+	}
+	var heavy, light []windows.Handle
+	for i := 0; i < procs; i++ {
+		heavy = append(heavy, weightedSpinner(t, heavyJob))
+	}
+	for i := 0; i < procs-1; i++ {
+		light = append(light, weightedSpinner(t, lightJob))
+	}
+	set(heavyJob, rate{0x1 | 0x2, 9})
+	set(lightJob, rate{0x1 | 0x2, 1})
+	light = append(light, weightedSpinner(t, lightJob))
+
+	sum := func(ps []windows.Handle) time.Duration {
+		var d time.Duration
+		for _, p := range ps {
+			d += cpuTime(t, p)
+		}
+		return d
+	}
+	const interval = 3 * time.Second
+	h0, l0 := sum(heavy), sum(light)
+	time.Sleep(interval)
+	h, l := sum(heavy)-h0, sum(light)-l0
+	t.Logf("over %s with %d processors: %d processes of a weight-9 job used %s, %d of a weight-1 job %s", interval, procs, len(heavy), h, len(light), l)
+	if h <= 2*l {
+		t.Errorf("a weight-9 job's processes used %s, a weight-1 job's %s: want more than twice", h, l)
+	}
+
+	// Weights off: the light job's processes get their share back.
+	set(lightJob, rate{0, 0})
+	set(heavyJob, rate{0, 0})
+	h0, l0 = sum(heavy), sum(light)
+	time.Sleep(interval)
+	h, l = sum(heavy)-h0, sum(light)-l0
+	t.Logf("weights off: %s and %s", h, l)
+	if l <= h/4 {
+		t.Errorf("with the weights off, the light job's processes used %s, the heavy's %s: want about even", l, h)
+	}
+}

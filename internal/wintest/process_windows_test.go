@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(ctrlHelperEnv) == "1" {
 		os.Exit(waitCtrl())
 	}
+	if mode := os.Getenv(memHelperEnv); mode != "" {
+		os.Exit(memHelper(mode))
+	}
 	if name := os.Getenv(accountHelperEnv); name != "" {
 		os.Exit(findAccount(name))
 	}

@@ -20,7 +20,7 @@ import (
 // WindowsContainerSecurityContext.HostProcess on each container; containerd's CRI takes the pod's
 // flag as host network (no CNI call: internal/cri/server/helpers.go hostNetwork) and marks the
 // sandbox and each container with microsoft.com/hostprocess-container "true"
-// (../shared/notes/hostprocess-facts.md §1-2).
+// (docs/notes/hostprocess.md §1-2).
 
 // hostProcessUser is the account the HostProcess pod runs as: a service logon, which needs no
 // temporary account.

@@ -3,7 +3,6 @@
 package cri
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -12,11 +11,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// execAlloc runs the workload's alloc of mb MiB in the container and returns its error (an
-// exit status error when the allocation failed).
-func execAlloc(t *testing.T, n *node, id, mb string) error {
+// execAlloc runs the workload's alloc of mb MiB in the container (the program at prog) and
+// returns its error (an exit status error when the allocation failed).
+func execAlloc(t *testing.T, n *node, id, prog, mb string) error {
 	t.Helper()
-	stdout, _, err := n.rt.ExecSync(ctx(t), id, []string{workload, "alloc", mb}, time.Minute)
+	stdout, _, err := n.rt.ExecSync(ctx(t), id, []string{prog, "alloc", mb}, time.Minute)
 	if err == nil && string(stdout) != "allocated "+mb+" MiB\n" {
 		t.Fatalf("alloc %s MiB: stdout %q", mb, stdout)
 	}
@@ -24,21 +23,36 @@ func execAlloc(t *testing.T, n *node, id, mb string) error {
 }
 
 // TestUpdateMemoryLimit lowers a running container's memory limit with
-// UpdateContainerResources (the shim's Update, an HCS modify of Container/Memory): an
-// allocation that fitted before fails in the workload after, as a job object's limit makes it
-// fail on Windows, and a small one still succeeds; a limit HCS cannot take is refused. Process
-// isolated and in a Hyper-V pod (a container hosted in the pod's utility VM).
+// UpdateContainerResources: an allocation that fitted before fails in the workload after, as a
+// job object's limit makes it fail on Windows, and a small one still succeeds. Process isolated
+// and in a Hyper-V pod (the shim's Update is an HCS modify of Container/Memory; a limit HCS
+// cannot take is refused), and as a HostProcess container (the limit of its job object, which
+// Wine 8 does not enforce and hack/wine/winemem.c does: the workload's commit fails).
 func TestUpdateMemoryLimit(t *testing.T) {
-	for _, tc := range []struct{ name, handler string }{{"process", ""}, {"hyperv", hypervHandler}} {
-		t.Run(tc.name, func(t *testing.T) { testUpdateMemoryLimit(t, tc.handler) })
+	for _, tc := range []struct{ name, handler string }{{"process", ""}, {"hyperv", hypervHandler}, {"hostprocess", ""}} {
+		t.Run(tc.name, func(t *testing.T) { testUpdateMemoryLimit(t, tc.handler, tc.name == "hostprocess") })
 	}
 }
 
-func testUpdateMemoryLimit(t *testing.T, handler string) {
+// runLimitsPod runs the pod for a resources test: a HostProcess pod, or one with handler.
+func runLimitsPod(t *testing.T, n *node, name, handler string, hostProcess bool) (string, *runtimeapi.PodSandboxConfig) {
+	t.Helper()
+	if hostProcess {
+		cfg := hostProcessPod(t, name+"-hpc")
+		return runPodConfig(t, n, cfg, ""), cfg
+	}
+	return runPodWith(t, n, name, handler)
+}
+
+func testUpdateMemoryLimit(t *testing.T, handler string, hostProcess bool) {
 	n := connect(t)
-	pod, podCfg := runPodWith(t, n, "pod-update-mem", handler)
-	id := startContainer(t, n, pod, podCfg, containerConfig("limited", "sleep", "600"))
-	if err := execAlloc(t, n, id, "128"); err != nil {
+	pod, podCfg := runLimitsPod(t, n, "pod-update-mem", handler, hostProcess)
+	cfg, prog := containerConfig("limited", "sleep", "600"), workload
+	if hostProcess {
+		cfg, prog = hostProcessContainer("limited", "sleep", "600"), hostProcessWorkload
+	}
+	id := startContainer(t, n, pod, podCfg, cfg)
+	if err := execAlloc(t, n, id, prog, "128"); err != nil {
 		t.Fatalf("alloc 128 MiB before any limit: %v", err)
 	}
 	if err := n.rt.UpdateContainerResources(ctx(t), id, &runtimeapi.ContainerResources{
@@ -47,22 +61,34 @@ func testUpdateMemoryLimit(t *testing.T, handler string) {
 		t.Fatalf("UpdateContainerResources MemoryLimitInBytes 64 MiB: %v", err)
 	}
 	var exitErr interface{ ExitStatus() int }
-	if err := execAlloc(t, n, id, "128"); !errors.As(err, &exitErr) || exitErr.ExitStatus() == 0 {
+	if err := execAlloc(t, n, id, prog, "128"); !errors.As(err, &exitErr) || exitErr.ExitStatus() == 0 {
 		t.Fatalf("alloc 128 MiB under a 64 MiB limit: %v; want it to fail", err)
 	}
-	if err := execAlloc(t, n, id, "8"); err != nil {
+	if err := execAlloc(t, n, id, prog, "8"); err != nil {
 		t.Fatalf("alloc 8 MiB under a 64 MiB limit: %v", err)
 	}
-	// HCS takes the limit in MiB: one below 1 MiB is refused, naming the field and the value,
-	// and the 64 MiB limit stays.
-	err := n.rt.UpdateContainerResources(ctx(t), id, &runtimeapi.ContainerResources{
-		Windows: &runtimeapi.WindowsContainerResources{MemoryLimitInBytes: 512 << 10},
-	})
-	if err == nil || !strings.Contains(err.Error(), "memory.limit") || !strings.Contains(err.Error(), "524288") {
-		t.Fatalf("UpdateContainerResources MemoryLimitInBytes 512 KiB: %v; want a refusal naming memory.limit and 524288", err)
-	}
-	if err := execAlloc(t, n, id, "128"); !errors.As(err, &exitErr) || exitErr.ExitStatus() == 0 {
-		t.Fatalf("alloc 128 MiB after a refused update: %v; want the 64 MiB limit to hold", err)
+	if !hostProcess {
+		// HCS takes the limit in MiB: one below 1 MiB is refused, naming the field and the
+		// value, and the 64 MiB limit stays. (A job object takes any byte count.)
+		err := n.rt.UpdateContainerResources(ctx(t), id, &runtimeapi.ContainerResources{
+			Windows: &runtimeapi.WindowsContainerResources{MemoryLimitInBytes: 512 << 10},
+		})
+		if err == nil || !strings.Contains(err.Error(), "memory.limit") || !strings.Contains(err.Error(), "524288") {
+			t.Fatalf("UpdateContainerResources MemoryLimitInBytes 512 KiB: %v; want a refusal naming memory.limit and 524288", err)
+		}
+		if err := execAlloc(t, n, id, prog, "128"); !errors.As(err, &exitErr) || exitErr.ExitStatus() == 0 {
+			t.Fatalf("alloc 128 MiB after a refused update: %v; want the 64 MiB limit to hold", err)
+		}
+	} else {
+		// Raised again, the limit lets it through: the job's limit, not something else, stopped it.
+		if err := n.rt.UpdateContainerResources(ctx(t), id, &runtimeapi.ContainerResources{
+			Windows: &runtimeapi.WindowsContainerResources{MemoryLimitInBytes: 512 * mib},
+		}); err != nil {
+			t.Fatalf("UpdateContainerResources MemoryLimitInBytes 512 MiB: %v", err)
+		}
+		if err := execAlloc(t, n, id, prog, "128"); err != nil {
+			t.Fatalf("alloc 128 MiB under a 512 MiB limit: %v", err)
+		}
 	}
 	st, err := n.rt.ContainerStatus(ctx(t), id, false)
 	if err != nil || st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -98,24 +124,10 @@ func TestUpdateCPUMaximum(t *testing.T) {
 
 func testUpdateCPUMaximum(t *testing.T, handler string, hostProcess bool) {
 	n := connect(t)
-	var pod string
-	var podCfg *runtimeapi.PodSandboxConfig
+	pod, podCfg := runLimitsPod(t, n, "pod-update-cpu", handler, hostProcess)
 	cfg := containerConfig("spinner", "spin", "600")
 	if hostProcess {
-		podCfg = hostProcessPod(t, "pod-update-cpu-hpc")
-		var err error
-		if pod, err = n.rt.RunPodSandbox(ctx(t), podCfg, ""); err != nil {
-			t.Fatalf("RunPodSandbox of a HostProcess pod: %v", err)
-		}
-		t.Cleanup(func() {
-			c, cancel := context.WithTimeout(context.Background(), rpcTimeout)
-			defer cancel()
-			n.rt.StopPodSandbox(c, pod)
-			n.rt.RemovePodSandbox(c, pod)
-		})
 		cfg = hostProcessContainer("spinner", "spin", "600")
-	} else {
-		pod, podCfg = runPodWith(t, n, "pod-update-cpu", handler)
 	}
 	id := startContainer(t, n, pod, podCfg, cfg)
 	// Let it start spinning before the first window.
