@@ -30,7 +30,7 @@ var jobControllers = layout.CgroupControllers()
 // threadControllers are the controllers the starting thread enters before it forks, so that a
 // process is born in its job; memory is not one of them (as in hcsemu's spawner: the OOM killer
 // of a memory group chooses among its tasks, and the shim must never be one), a process joins
-// its memory group right after it starts.
+// its memory group stopped at its exec, before it runs (process_linux.go fork).
 var threadControllers = []string{"cpu", "cpuacct", "freezer", "pids", "blkio"}
 
 // JobGroup is the cgroup of container id's job.

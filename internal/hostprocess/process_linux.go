@@ -145,11 +145,6 @@ func (j *linuxJob) Start(_ context.Context, p *ProcessSpec) (_ Process, retErr e
 		return nil, fmt.Errorf("create process %q in %q: %w", p.CommandLine, p.Dir, err)
 	}
 	lp.proc, lp.pid = proc, uint32(proc.Pid)
-	if err := j.g.AddProcess(proc.Pid, "memory"); err != nil {
-		_ = proc.Kill()
-		_, _ = proc.Wait()
-		return nil, fmt.Errorf("add process %d to job %s: %w", proc.Pid, JobName(j.id), err)
-	}
 	go lp.wait()
 	return lp, nil
 }
@@ -161,7 +156,23 @@ func (j *linuxJob) Start(_ context.Context, p *ProcessSpec) (_ Process, retErr e
 // any thread in it). The thread is never unlocked, so it ends with its goroutine and no other
 // goroutine ever runs in its namespace. Pdeathsig is not set: it would fire when this thread
 // ends.
+//
+// The child joins the job's memory group stopped at its exec (traced, as hcsemu's spawner
+// starts a compute system's processes), before it runs an instruction of the program: a cgroup
+// v1 memory group is charged only for the pages a task faults in while it is a member, so a
+// process that joined once running had its start-up memory (a Go program's runtime and heap)
+// charged to the shim's group, outside the job's limit and its stats (TestLinuxJob saw a job's
+// memory usage of 0 bytes in about one run in eight). On Windows the shim creates the process
+// suspended and assigns it to the job before it resumes it, so every commit is the job's.
 func (j *linuxJob) fork(app string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
+	traced := *attr
+	sys := syscall.SysProcAttr{}
+	if attr.Sys != nil {
+		sys = *attr.Sys
+	}
+	sys.Ptrace = true
+	traced.Sys = &sys
+	attr = &traced
 	type result struct {
 		p   *os.Process
 		err error
@@ -200,15 +211,52 @@ func (j *linuxJob) fork(app string, argv []string, attr *os.ProcAttr) (*os.Proce
 			}
 		}
 		p, err := os.StartProcess(app, argv, attr)
-		if lerr := leave(); lerr != nil && err == nil {
-			_ = p.Kill()
-			_, _ = p.Wait()
-			p, err = nil, fmt.Errorf("return the starting thread from job %s: %w", JobName(j.id), lerr)
+		if err != nil {
+			ch <- result{err: errors.Join(err, leave())}
+			return
 		}
-		ch <- result{p, err}
+		if err := leave(); err != nil {
+			_ = p.Kill()
+			_ = unix.PtraceDetach(p.Pid)
+			_, _ = p.Wait()
+			ch <- result{err: fmt.Errorf("return the starting thread from job %s: %w", JobName(j.id), err)}
+			return
+		}
+		// The tracer is this thread: only it may wait for the stop and detach.
+		if err := j.joinMemoryAndResume(p); err != nil {
+			ch <- result{err: err}
+			return
+		}
+		ch <- result{p: p}
 	}()
 	r := <-ch
 	return r.p, r.err
+}
+
+// joinMemoryAndResume moves p, stopped at its exec, into the job's memory group and lets it
+// run (detached with no signal: the exec's SIGTRAP is discarded). A process that cannot join
+// is killed and reaped: a process outside its job's limit is not what the caller asked for.
+func (j *linuxJob) joinMemoryAndResume(p *os.Process) error {
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(p.Pid, &ws, unix.WALL, nil); err != nil {
+		_ = p.Kill()
+		return fmt.Errorf("wait for process %d to stop at its start: %w", p.Pid, err)
+	}
+	if !ws.Stopped() {
+		return fmt.Errorf("process %d ended before it started (wait status %#x)", p.Pid, uint32(ws))
+	}
+	if err := j.g.AddProcess(p.Pid, "memory"); err != nil {
+		_ = p.Kill()
+		_ = unix.PtraceDetach(p.Pid)
+		_, _ = p.Wait()
+		return fmt.Errorf("add process %d to job %s: %w", p.Pid, JobName(j.id), err)
+	}
+	if err := unix.PtraceDetach(p.Pid); err != nil {
+		_ = p.Kill()
+		_, _ = p.Wait()
+		return fmt.Errorf("resume process %d: %w", p.Pid, err)
+	}
+	return nil
 }
 
 func dupFile(f *os.File) (*os.File, error) {
