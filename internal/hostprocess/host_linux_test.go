@@ -646,7 +646,7 @@ func gone(pid int) bool {
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
-// keeperOf finds the keeper process of group g (argv[0] keeperName, then the group's path).
+// keeperOf finds the keeper process of group g (argv[0] KeeperName, then the group's path).
 func keeperOf(g string) int {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -655,7 +655,7 @@ func keeperOf(g string) int {
 			continue
 		}
 		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if args := strings.Split(string(b), "\x00"); len(args) > 1 && args[0] == keeperName && args[1] == g && !gone(pid) {
+		if args := strings.Split(string(b), "\x00"); len(args) > 1 && args[0] == KeeperName && args[1] == g && !gone(pid) {
 			return pid
 		}
 	}
@@ -706,7 +706,7 @@ func TestLinuxJobEndsWithItsCreator(t *testing.T) {
 	}
 	keeper := keeperOf(g.Path)
 	if keeper == 0 {
-		t.Errorf("no keeper process (argv[0] %s) for %s", keeperName, g.Path)
+		t.Errorf("no keeper process (argv[0] %s) for %s", KeeperName, g.Path)
 	} else {
 		cg, err := readCgroups(uint32(keeper))
 		if err != nil {

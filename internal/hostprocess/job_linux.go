@@ -75,7 +75,7 @@ type linuxJob struct {
 // would be a second copy of the program.
 func (h *linuxHost) CreateJob(ctx context.Context, id string, limits Limits) (_ Job, retErr error) {
 	if !reexecCalled.Load() {
-		return nil, fmt.Errorf("create job %s: this program did not call hostprocess.Reexec at its start, so the job's keeper (%s, this program re-executed) cannot run: %w", JobName(id), keeperName, errdefs.ErrFailedPrecondition)
+		return nil, fmt.Errorf("create job %s: this program did not call hostprocess.Reexec at its start, so the job's keeper (%s, this program re-executed) cannot run: %w", JobName(id), KeeperName, errdefs.ErrFailedPrecondition)
 	}
 	g := JobGroup(id)
 	if g.Exists("freezer") {

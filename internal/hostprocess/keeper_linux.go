@@ -24,7 +24,7 @@ import (
 // closes, which the kernel does when the shim dies however it dies (SIGKILL included). A
 // cgroup has no such tie to a process, so CreateJob starts one: this program re-executed
 // (/proc/self/exe, which names the running binary even if the file was replaced since) with
-// argv[0] keeperName, in a session of its own (a signal to the shim's process group does not
+// argv[0] KeeperName, in a session of its own (a signal to the shim's process group does not
 // reach it), in the shim's groups and not the job's (so freezing and killing the job never
 // touches it), with its working folder at / and stdio on /dev/null (it holds none of the
 // shim's pipes, which containerd waits on, and no bundle folder busy). It holds the read end of
@@ -56,8 +56,8 @@ import (
 // (which containerd creates only after the old one's delete action returned) to fall within
 // those microseconds; accepted.
 
-// keeperName is the keeper's argv[0], by which Reexec knows it.
-const keeperName = "runhcs-hostprocess-keeper"
+// KeeperName is the keeper's argv[0], by which Reexec knows it (and ps shows it).
+const KeeperName = "runhcs-hostprocess-keeper"
 
 // keeperDone is what Close writes to tell the keeper the job is ended and it must not act.
 const keeperDone = 'd'
@@ -69,18 +69,18 @@ const keeperPipeFd = 3
 // starts from this binary becomes a keeper rather than a second shim.
 var reexecCalled atomic.Bool
 
-// Reexec runs the job keeper and exits if this process is one (argv[0] is keeperName), and
+// Reexec runs the job keeper and exits if this process is one (argv[0] is KeeperName), and
 // returns otherwise. A program that creates jobs calls it first thing in main (the shim's
 // internal/shim Run, this package's TestMain), before anything else of the program runs in a
 // keeper; CreateJob refuses to run in a program that did not.
 func Reexec() {
 	reexecCalled.Store(true)
-	if len(os.Args) == 0 || os.Args[0] != keeperName {
+	if len(os.Args) == 0 || os.Args[0] != KeeperName {
 		return
 	}
 	if err := runKeeper(os.Args[1:]); err != nil {
 		// stderr is /dev/null under the shim; the message is for a person who runs it by hand.
-		fmt.Fprintf(os.Stderr, "%s: %v\n", keeperName, err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", KeeperName, err)
 		os.Exit(1)
 	}
 	os.Exit(0)
@@ -107,7 +107,7 @@ func startKeeper(g cgroup1.Group) (*keeper, error) {
 	defer r.Close() // the keeper has its copy; the creator holds only the write end
 	cmd := &exec.Cmd{
 		Path:        "/proc/self/exe",
-		Args:        []string{keeperName, g.Path, strconv.FormatUint(st.Dev, 10), strconv.FormatUint(st.Ino, 10)},
+		Args:        []string{KeeperName, g.Path, strconv.FormatUint(st.Dev, 10), strconv.FormatUint(st.Ino, 10)},
 		Env:         []string{},
 		Dir:         "/",
 		ExtraFiles:  []*os.File{r},
