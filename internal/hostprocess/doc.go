@@ -15,12 +15,14 @@
 //     are in docs/notes/hostprocess.md §5.
 //   - Linux, the Linux-native mode (host_linux.go, job_linux.go, process_linux.go): hcsemu's
 //     emulated host, whose root $HCSEMU_ROOT names (internal/hcsemu/layout). A job is a cgroup
-//     v1 group named after JobName (internal/cgroup1, as hcsemu's compute systems); its
-//     processes are forked in the emulated host's network namespace and the machine's mount and
-//     PID namespaces; accounts, console events and exit codes follow hcsemu's rules
+//     v1 group named after JobName (internal/cgroup1, as hcsemu's compute systems), ended by a
+//     keeper process (keeper_linux.go, run by Reexec) when its creator dies, as a job object
+//     with KILL_ON_JOB_CLOSE ends with its last handle; its processes are forked in the
+//     emulated host's network namespace and the machine's mount and PID namespaces; accounts, console events and exit codes follow hcsemu's rules
 //     (internal/winlinux); the emulated host's drives are the machine's root (localPath); Bind
 //     is a bind mount. docs/hostprocess.md ("Where it runs") gives the decisions and reasons.
-//   - elsewhere (host_other.go): New refuses with ErrNotImplemented.
+//   - elsewhere (host_other.go): New refuses with ErrNotImplemented; Reexec (keeper_other.go)
+//     returns, there being no keeper.
 //
 // paths.go holds the platform-neutral rules: where a container's files appear on the host
 // (RootfsLocation, MountPath) and the expansion of %CONTAINER_SANDBOX_MOUNT_POINT%; env.go the

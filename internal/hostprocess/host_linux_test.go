@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
@@ -598,5 +600,236 @@ func TestLinuxNoDaemon(t *testing.T) {
 	}
 	if JobGroup(id).Exists("freezer") {
 		t.Errorf("the job's group after TerminateJob")
+	}
+}
+
+// platformHelper lets the test binary play a job's creator: with RUNHCS_HOSTPROCESS_CREATOR
+// set to a container id it creates that job on the Linux host of $HCSEMU_ROOT (the test's,
+// inherited), starts `sleep 600` in it (stdio on /dev/null: nothing of it ends with the
+// creator but through the job), prints "started <pid>" and waits to be killed.
+func platformHelper() (code int, ok bool) {
+	id, ok := os.LookupEnv("RUNHCS_HOSTPROCESS_CREATOR")
+	if !ok {
+		return 0, false
+	}
+	ctx := context.Background()
+	fail := func(err error) (int, bool) {
+		fmt.Fprintln(os.Stderr, "creator:", err)
+		return 2, true
+	}
+	h, err := New()
+	if err != nil {
+		return fail(err)
+	}
+	job, err := h.CreateJob(ctx, id, Limits{})
+	if err != nil {
+		return fail(err)
+	}
+	tok, _ := h.Logon(ctx, "", "", true)
+	p, err := job.Start(ctx, &ProcessSpec{CommandLine: "sleep 600", Dir: `C:\`, Env: []string{`PATH=C:\usr\bin;C:\bin`}, Token: tok})
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Printf("started %d\n", p.Pid())
+	time.Sleep(10 * time.Minute)
+	return 0, true
+}
+
+// gone reports whether process pid has ended: no such process, or a zombie (whoever inherited
+// it has not reaped it yet; it runs nothing and holds nothing).
+func gone(pid int) bool {
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		if i := strings.LastIndexByte(string(st), ')'); i >= 0 && strings.HasPrefix(strings.TrimSpace(string(st[i+1:])), "Z") {
+			return true
+		}
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// keeperOf finds the keeper process of group g (argv[0] KeeperName, then the group's path).
+func keeperOf(g string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if args := strings.Split(string(b), "\x00"); len(args) > 1 && args[0] == KeeperName && args[1] == g && !gone(pid) {
+			return pid
+		}
+	}
+	return 0
+}
+
+var jobSeq int
+
+// uniqueID is a container id of its own for each run of a test (go test -count=N).
+func uniqueID(prefix string) string {
+	jobSeq++
+	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), jobSeq)
+}
+
+// TestLinuxJobEndsWithItsCreator: a job ends with the process that created it, however it
+// dies, as a job object with KILL_ON_JOB_CLOSE does with its last handle: the creator (this
+// test binary re-executed) is SIGKILLed and, with no delete action, the job's process is gone
+// and its group removed within a bound. The keeper that does it is in none of the job's
+// groups, and exits too.
+func TestLinuxJobEndsWithItsCreator(t *testing.T) {
+	ctx := context.Background()
+	h := newTestHost(t) // the creator inherits its $HCSEMU_ROOT
+	id := uniqueID("runhcs-creator")
+	g := JobGroup(id)
+	t.Cleanup(func() { _ = h.TerminateJob(ctx, id) })
+	exe, dir := helperExe(t)
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "RUNHCS_HOSTPROCESS_CREATOR="+id)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	var pid int
+	if _, serr := fmt.Sscanf(line, "started %d\n", &pid); err != nil || serr != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the creator: %q, %v; stderr %q", line, err, stderr.String())
+	}
+	if !slices.Contains(g.Pids(), pid) {
+		t.Errorf("the job's processes %v, want %d among them", g.Pids(), pid)
+	}
+	keeper := keeperOf(g.Path)
+	if keeper == 0 {
+		t.Errorf("no keeper process (argv[0] %s) for %s", KeeperName, g.Path)
+	} else {
+		cg, err := readCgroups(uint32(keeper))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range jobControllers {
+			if cg[c] == "/"+g.Path {
+				t.Errorf("the keeper %d is in the job's %s group", keeper, c)
+			}
+		}
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	const bound = 10 * time.Second
+	deadline := time.Now().Add(bound)
+	for {
+		var left []string
+		if !gone(pid) {
+			left = append(left, fmt.Sprintf("the job's process %d", pid))
+		}
+		if keeper != 0 && !gone(keeper) {
+			left = append(left, fmt.Sprintf("the keeper %d", keeper))
+		}
+		for _, c := range jobControllers {
+			if g.Exists(c) {
+				left = append(left, "the group "+g.Dir(c))
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s after the creator was killed: %v", bound, left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestLinuxKeeperLeavesANewJob: the keeper of an old job whose group a delete action removed,
+// and a new job of the same name made again, does not end the new job when its creator goes
+// (its pipe closes without Close's word): it exits, and the new job's process runs on.
+func TestLinuxKeeperLeavesANewJob(t *testing.T) {
+	ctx := context.Background()
+	h := newTestHost(t)
+	id := uniqueID("runhcs-reused")
+	t.Cleanup(func() { _ = h.TerminateJob(ctx, id) })
+	old, err := h.CreateJob(ctx, id, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldJob := old.(*linuxJob)
+	// The delete action after the old creator's death, from a host of its own.
+	other, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.TerminateJob(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	job, err := h.CreateJob(ctx, id, Limits{})
+	if err != nil {
+		t.Fatalf("a new job of the same name: %v", err)
+	}
+	defer job.Close()
+	tok, _ := h.Logon(ctx, "", "", true)
+	p, err := job.Start(ctx, &ProcessSpec{CommandLine: "sleep 600", Dir: `C:\`, Env: []string{`PATH=C:\usr\bin;C:\bin`}, Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+
+	// The old creator's end of the pipe closes as its death would close it. The old Job is
+	// never closed: its Close would end the group of its name, which is the new job's now.
+	oldJob.mu.Lock()
+	oldJob.closed = true
+	oldJob.mu.Unlock()
+	if err := unix.Close(oldJob.keeper.w); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-oldJob.keeper.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the old keeper %d has not exited 10s after its pipe closed", oldJob.keeper.pid)
+	}
+	select {
+	case <-p.Exited():
+		code, _ := p.ExitCode()
+		t.Fatalf("the new job's process exited (code %d) when the old job's keeper ended", code)
+	default:
+	}
+	g := JobGroup(id)
+	for _, c := range jobControllers {
+		if !g.Exists(c) {
+			t.Errorf("the new job's group %s gone after the old keeper ended", g.Dir(c))
+		}
+	}
+	if pids, _ := job.Pids(ctx); !slices.Contains(pids, p.Pid()) {
+		t.Errorf("the new job's processes %v, want %d among them", pids, p.Pid())
+	}
+	if err := job.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.Exited()
+	if keeper := keeperOf(g.Path); keeper != 0 {
+		t.Errorf("a keeper (%d) of %s left after Close", keeper, g.Path)
+	}
+}
+
+// TestLinuxCreateJobNeedsReexec: a program that did not call Reexec first cannot create a job
+// (its keeper would be a second copy of the program): a clear error, and no group.
+func TestLinuxCreateJobNeedsReexec(t *testing.T) {
+	h := newTestHost(t)
+	reexecCalled.Store(false)
+	defer reexecCalled.Store(true)
+	id := uniqueID("runhcs-noreexec")
+	if _, err := h.CreateJob(context.Background(), id, Limits{}); !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), "hostprocess.Reexec") {
+		t.Errorf("CreateJob without Reexec: %v, want failed precondition naming hostprocess.Reexec", err)
+	}
+	if JobGroup(id).Exists("freezer") {
+		t.Errorf("a group %s made without Reexec", JobGroup(id).Dir("freezer"))
+		_ = h.TerminateJob(context.Background(), id)
 	}
 }

@@ -14,10 +14,16 @@ import (
 	"testing"
 )
 
-// TestMain lets the test binary play the container's workload: with
-// RUNHCS_HOSTPROCESS_HELPER set it prints its environment variable of that name and exits
-// with code 3 once its stdin ends; set to "signal", it waits for a console control event.
+// TestMain lets the test binary play a job's keeper (Reexec: the jobs the tests create
+// re-execute it) and the container's workload: with RUNHCS_HOSTPROCESS_HELPER set it prints
+// its environment variable of that name and exits with code 3 once its stdin ends; set to
+// "signal", it waits for a console control event. A platform's own helpers come first
+// (platformHelper).
 func TestMain(m *testing.M) {
+	Reexec()
+	if code, ok := platformHelper(); ok {
+		os.Exit(code)
+	}
 	if os.Getenv("RUNHCS_HOSTPROCESS_HELPER") == "signal" {
 		os.Exit(waitControlEvent())
 	}

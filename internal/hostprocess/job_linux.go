@@ -2,6 +2,7 @@ package hostprocess
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -60,14 +61,22 @@ type linuxJob struct {
 	id    string
 	g     cgroup1.Group
 	netns string
-	mu    sync.Mutex // guards closed
+	// keeper ends the group if this process dies before Close (keeper_linux.go).
+	keeper *keeper
+	mu     sync.Mutex // guards closed
 	// closed: Close ended the job and removed its group.
 	closed bool
 }
 
-// CreateJob creates the job's cgroup (JobGroup) in every controller and applies limits. A job
-// of that name that exists already is refused, as CreateJobObjectW's ERROR_ALREADY_EXISTS is.
+// CreateJob creates the job's cgroup (JobGroup) in every controller, starts its keeper (which
+// ends the job when this process dies, as KILL_ON_JOB_CLOSE does: keeper_linux.go) and applies
+// limits. A job of that name that exists already is refused, as CreateJobObjectW's
+// ERROR_ALREADY_EXISTS is. A program that did not call Reexec first is refused: its keeper
+// would be a second copy of the program.
 func (h *linuxHost) CreateJob(ctx context.Context, id string, limits Limits) (_ Job, retErr error) {
+	if !reexecCalled.Load() {
+		return nil, fmt.Errorf("create job %s: this program did not call hostprocess.Reexec at its start, so the job's keeper (%s, this program re-executed) cannot run: %w", JobName(id), KeeperName, errdefs.ErrFailedPrecondition)
+	}
 	g := JobGroup(id)
 	if g.Exists("freezer") {
 		return nil, fmt.Errorf("create job %s (cgroup %s): it already exists: %w", JobName(id), g.Dir("freezer"), errdefs.ErrAlreadyExists)
@@ -81,10 +90,14 @@ func (h *linuxHost) CreateJob(ctx context.Context, id string, limits Limits) (_ 
 	if err := g.Create(jobControllers); err != nil {
 		return nil, fmt.Errorf("create job %s: %w", JobName(id), err)
 	}
-	j := &linuxJob{id: id, g: g, netns: h.netns}
+	k, err := startKeeper(g)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("create job %s: %w", JobName(id), err), endGroup(ctx, g))
+	}
+	j := &linuxJob{id: id, g: g, netns: h.netns, keeper: k}
 	defer func() {
 		if retErr != nil {
-			_ = endGroup(ctx, g)
+			_ = j.Close()
 		}
 	}()
 	if err := j.SetLimits(ctx, limits); err != nil {
@@ -186,7 +199,9 @@ func (j *linuxJob) Terminate(ctx context.Context) error {
 }
 
 // Close ends the job's processes and removes its group: this Job is the only handle, and a job
-// object with KILL_ON_JOB_CLOSE ends its processes with its last handle.
+// object with KILL_ON_JOB_CLOSE ends its processes with its last handle. The group is ended
+// before the keeper is released, so that a death of this process in the middle leaves the
+// keeper to finish (keeper_linux.go says why the two never race).
 func (j *linuxJob) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -194,5 +209,7 @@ func (j *linuxJob) Close() error {
 		return nil
 	}
 	j.closed = true
-	return endGroup(context.Background(), j.g)
+	err := endGroup(context.Background(), j.g)
+	j.keeper.release()
+	return err
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 
 	cshim "github.com/containerd/containerd/v2/pkg/shim"
+
+	"github.com/openhcs/runhcs/internal/hostprocess"
 )
 
 // RuntimeName is the runtime type containerd knows this shim by.
@@ -17,6 +19,9 @@ const RuntimeName = "io.containerd.runhcs.v1"
 // hands everything else — `delete`, serving the task API, logging, events — to containerd's
 // shim package.
 func Run(ctx context.Context) {
+	// A HostProcess job's keeper is this binary re-executed (internal/hostprocess keeper): it
+	// must become the keeper before anything of the shim runs.
+	hostprocess.Reexec()
 	if f, ok := parseStartFlags(os.Args[1:]); ok {
 		if err := start(ctx, f, os.Stdin, os.Stdout, defaultLauncher().startOrJoin, containerdVersion); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: start: %s\n", RuntimeName, err)

@@ -31,8 +31,9 @@ func winPath(p string) string { return `C:` + strings.ReplaceAll(p, "/", `\`) }
 // container's process runs in the emulated host's network namespace, as NT AUTHORITY\SYSTEM,
 // finds its image's files at %CONTAINER_SANDBOX_MOUNT_POINT% (the pod's rootfs location, a
 // folder of this test's root), writes a host path, has its job's limits and stats; after
-// delete no cgroup, binding, temporary account or process of it is left. A second container
-// runs as the local group Users (a temporary account) and leaves nothing either.
+// delete no cgroup, binding, temporary account, keeper or process of it is left. A second
+// container runs as the local group Users (a temporary account) and leaves nothing either. A
+// third one's shim is killed: its job ends with the shim, before containerd's delete action.
 func TestHostProcess(t *testing.T) {
 	// The pod's files and the host folder it writes are in a folder every account may enter,
 	// as C:\hpc is on Windows (the harness's root is root's alone, and an account's process
@@ -167,8 +168,10 @@ func TestHostProcess(t *testing.T) {
 	deleteTask(ctx, t, gk)
 	leftNothing(t, rootfs, pids, []string{id, groupID}, account)
 
-	// The shim killed: its delete action ends the job by its name, removes the bindings and
-	// the temporary account (the processes were not the shim's children to die with it).
+	// The shim killed: its job ends with it, as a job object with KILL_ON_JOB_CLOSE does, by
+	// the job's keeper and before containerd's delete action runs (containerd is stopped
+	// meanwhile so that the action cannot be what ended it); then the delete action removes
+	// the bindings and the temporary account, and nothing is left.
 	const crashPod, crashID = "hp-crash-pod", "hp-crash"
 	crashSandbox, err := env.StartTask(ctx, t, harness.TaskRun{ID: crashPod, SpecOpts: []oci.SpecOpts{inPodOf(crashPod, "sandbox")}})
 	if err != nil {
@@ -188,14 +191,87 @@ func TestHostProcess(t *testing.T) {
 		t.Fatalf("shims of %s: %v, want one", crashPod, shims)
 	}
 	exits := harness.WatchTaskEvents(ctx, t, env.Client(t))
+	containerd := env.DaemonPid(harness.DaemonContainerd)
+	if containerd == 0 {
+		t.Fatal("no containerd pid")
+	}
+	if err := syscall.Kill(containerd, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(containerd, syscall.SIGCONT)
+		}
+	}
+	defer resume()
 	if err := syscall.Kill(shims[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	if left := waitJobEnded(crashID, int(ck.Task.Pid()), 15*time.Second); len(left) > 0 {
+		t.Errorf("15s after the shim was killed, containerd stopped: %v", left)
+	}
+	if k := keepers(hostprocess.JobGroup(crashID).Path); len(k) > 0 {
+		t.Errorf("the job's keeper %v still running after it ended the job", k)
+	}
+	resume()
 	// containerd runs the shim's delete action before it reports the exit.
 	exits.WaitExit(t, crashID, 30*time.Second)
 	leftNothing(t, rootfs, []int{int(ck.Task.Pid())}, []string{crashID}, crashAccount)
 	deleteTask(ctx, t, ck)
 	deleteTask(ctx, t, crashSandbox)
+}
+
+// waitJobEnded waits up to d until container id's job has no group left and its process pid
+// has ended (gone, or a zombie not yet reaped), and returns what is left if it has not.
+func waitJobEnded(id string, pid int, d time.Duration) []string {
+	deadline := time.Now().Add(d)
+	for {
+		var left []string
+		for _, ctl := range layout.CgroupControllers() {
+			if g := hostprocess.JobGroup(id); g.Exists(ctl) {
+				left = append(left, fmt.Sprintf("group %s (processes %v)", g.Dir(ctl), g.Pids()))
+			}
+		}
+		if !processEnded(pid) {
+			left = append(left, fmt.Sprintf("process %d", pid))
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// processEnded reports whether process pid has ended. A process whose shim was killed is
+// reaped by whoever inherits it (a subreaper, the test itself): until then it is a zombie,
+// which runs nothing and holds nothing.
+func processEnded(pid int) bool {
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		if i := strings.LastIndexByte(string(st), ')'); i >= 0 && strings.HasPrefix(strings.TrimSpace(string(st[i+1:])), "Z") {
+			return true
+		}
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// keepers are the running keeper processes of the job group g (argv[0]
+// hostprocess.KeeperName, then the group's path).
+func keepers(g string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if args := strings.Split(string(b), "\x00"); len(args) > 1 && args[0] == hostprocess.KeeperName && args[1] == g && !processEnded(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // leftNothing checks that the HostProcess containers ids left no job group, binding, files'
@@ -207,6 +283,9 @@ func leftNothing(t *testing.T, rootfs string, pids []int, ids []string, account 
 			if hostprocess.JobGroup(c).Exists(ctl) {
 				t.Errorf("%s: its job's group %s after delete", c, hostprocess.JobGroup(c).Dir(ctl))
 			}
+		}
+		if k := keepers(hostprocess.JobGroup(c).Path); len(k) > 0 {
+			t.Errorf("%s: its job's keeper %v after delete", c, k)
 		}
 		loc := filepath.Join(rootfs, c)
 		if isMountPoint(t, loc) {
@@ -220,16 +299,8 @@ func leftNothing(t *testing.T, rootfs string, pids []int, ids []string, account 
 		t.Errorf("the temporary account after delete: %v, want gone", err)
 	}
 	for _, p := range pids {
-		// A process whose shim was killed is reaped by whoever inherits it (a subreaper, the
-		// test itself): until then it is a zombie, which runs nothing and holds nothing.
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err == nil {
-			if i := strings.LastIndexByte(string(st), ')'); i >= 0 && strings.HasPrefix(strings.TrimSpace(string(st[i+1:])), "Z") {
-				continue
-			}
-		}
-		if err := syscall.Kill(p, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("process %d after delete: %v, want gone", p, err)
+		if !processEnded(p) {
+			t.Errorf("process %d after delete: still running", p)
 		}
 	}
 }
