@@ -53,14 +53,19 @@
  *
  * The CPU weight (JOB_OBJECT_CPU_RATE_CONTROL_WEIGHT_BASED, set through winejob.c: "the share of
  * processor time given to the job relative to other workloads on the processor", 1..9, 5 the
- * default) is the Linux nice value of the job's threads (nice_of): the process that sets it
- * renices the threads of the job's processes that run (their Linux pids are in the table), and
- * a process that starts in the job renices its own; threads made later inherit it.
+ * default) is the Linux nice value of the job's threads (nice_of), and of the session's
+ * scheduling group of a job process that leads its session (renice_autogroup: Wine gives a
+ * process made with a new console, as the shim makes a container's, a Linux session of its
+ * own): the process that sets it renices the job's processes that run (their Linux pids are in
+ * the table), and a process that starts in the job renices its own; threads made later
+ * inherit it.
  *
  * DEVIATIONS (assumptions where Windows is not documented):
  * - Only programs that load this DLL (Go programs) charge their commits or take the weight;
  *   another program in the job is counted through nothing and limited by nothing.
  * - A process assigned to a weighted job while it runs takes the weight at its next commit.
+ * - A job process in a session it does not lead, with the kernel's autogroup scheduling on,
+ *   takes the weight against the other processes of that session only.
  * - Commits Wine makes inside ntdll between measurements are seen up to a second late; a commit
  *   made into another process (VirtualAllocEx of another process) is not charged.
  * - Under Wine a process commits more than on Windows (observed: a Go test program 26 MiB
@@ -284,13 +289,17 @@ static LONG add_proc(DWORD pid, ULONGLONG created, LONG job)
 	return i;
 }
 
+#define LINUX_SYS_WRITE 1
 #define LINUX_SYS_CLOSE 3
 #define LINUX_SYS_GETPID 39
+#define LINUX_SYS_GETSID 124
 #define LINUX_SYS_SETPRIORITY 141
 #define LINUX_SYS_GETDENTS64 217
 #define LINUX_SYS_OPENAT 257
 #define LINUX_AT_FDCWD ((LONG_PTR)-100)
 #define LINUX_O_RDONLY_DIRECTORY 0200000
+#define LINUX_O_WRONLY 01
+#define LINUX_ENOENT 2
 #define LINUX_PRIO_PROCESS 0
 
 /* nice_of maps a job's CPU weight to a Linux nice value, which sets the share of processor time
@@ -321,8 +330,49 @@ static char *append_dec(char *s, LONG v)
 	return s;
 }
 
+/* renice_autogroup gives the autogroup of Linux process unix_pid the nice value nice if the
+ * process leads its session. With the kernel's autogroup scheduling on
+ * (/proc/sys/kernel/sched_autogroup_enabled), every session is a group that shares processor
+ * time with the other sessions by the group's nice value (/proc/<pid>/autogroup, sched(7)),
+ * and a thread's own nice value orders it only within its session. Wine starts a process made
+ * with a new console (CREATE_NEW_CONSOLE, as the shim starts a HostProcess container's) in a
+ * session of its own (observed under Wine 8: a weight as the threads' nice value alone made no
+ * difference to such processes, internal/wintest TestJobCPUWeight/new_console), so its
+ * session is its job's, and the session's share is the weight. A process in a session it does
+ * not lead shares it with processes of no job (the test's, the shim's), whose group keeps its
+ * nice value. Without autogroup scheduling the file does not exist, and the threads' values
+ * do it all. Under the lock. */
+static void renice_autogroup(LONG unix_pid, LONG nice)
+{
+	char path[48] = "/proc/", line[16], *end;
+	LONG_PTR fd, r;
+
+	if (winecompat_linux_syscall4(LINUX_SYS_GETSID, unix_pid, 0, 0, 0) != unix_pid)
+		return;
+	lstrcpyA(append_dec(path + 6, unix_pid), "/autogroup");
+	fd = winecompat_linux_syscall4(LINUX_SYS_OPENAT, LINUX_AT_FDCWD, (LONG_PTR)path, LINUX_O_WRONLY, 0);
+	if (fd < 0) {
+		if (fd != -LINUX_ENOENT) /* ENOENT: no autogroup scheduling, or the process is gone */
+			winecompat_log_error("winemem: open the autogroup of Linux process ", (unsigned long)unix_pid, (unsigned long)-fd);
+		return;
+	}
+	end = line;
+	if (nice < 0) {
+		*end++ = '-';
+		end = append_dec(end, -nice);
+	} else {
+		end = append_dec(end, nice);
+	}
+	*end++ = '\n';
+	r = winecompat_linux_syscall4(LINUX_SYS_WRITE, fd, (LONG_PTR)line, end - line, 0);
+	if (r < 0)
+		winecompat_log_error("winemem: set the autogroup nice value of Linux process ", (unsigned long)unix_pid, (unsigned long)-r);
+	winecompat_linux_syscall4(LINUX_SYS_CLOSE, fd, 0, 0, 0);
+}
+
 /* renice gives every thread of Linux process unix_pid the nice value nice (threads it makes
- * later inherit it from their maker). Under the lock. */
+ * later inherit it from their maker), and its session's group too if it leads it
+ * (renice_autogroup). Under the lock. */
 static void renice(LONG unix_pid, LONG nice)
 {
 	struct {
@@ -359,6 +409,7 @@ static void renice(LONG unix_pid, LONG nice)
 		}
 	}
 	winecompat_linux_syscall4(LINUX_SYS_CLOSE, fd, 0, 0, 0);
+	renice_autogroup(unix_pid, nice);
 }
 
 /* bind_self finds this process's record (or its parent's job), under the lock. */

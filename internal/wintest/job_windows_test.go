@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -278,12 +279,14 @@ func TestProcessTimesOfAnother(t *testing.T) {
 	}
 }
 
-// weightedSpinner starts the spinning helper in job the shim's way (startInJob) and answers a
-// handle on it to read its times; it ends when the test does.
-func weightedSpinner(t *testing.T, job windows.Handle) windows.Handle {
+// weightedSpinner starts the spinning helper in job the shim's way (startInJob), with the
+// creation flags flags, and answers a handle on it to read its times; it ends when the test
+// does.
+func weightedSpinner(t *testing.T, job windows.Handle, flags uint32) windows.Handle {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), spinHelperEnv+"=forever")
+	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: flags}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -311,8 +314,20 @@ func weightedSpinner(t *testing.T, job windows.Handle) windows.Handle {
 // job's. One of the light job's processes starts after its weight is set, the others before.
 // Under Wine, hack/wine/winemem.c makes the weight the Linux nice value of the job's threads
 // (an assumption for the figures: Windows documents the order, not the ratio). A comparison of
-// processor time over the same interval, not a timing expectation.
+// processor time over the same interval, not a timing expectation. The processes start on the
+// test's console and, as the shim starts a HostProcess container's, each on a console of its
+// own (under Wine a new console is a new Linux session, and with the kernel's autogroup
+// scheduling on, a thread's nice value orders it only within its session).
 func TestJobCPUWeight(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		flags uint32
+	}{{"test's console", 0}, {"new console", windows.CREATE_NEW_CONSOLE}} {
+		t.Run(c.name, func(t *testing.T) { testJobCPUWeight(t, c.flags) })
+	}
+}
+
+func testJobCPUWeight(t *testing.T, flags uint32) {
 	procs := int(windows.GetActiveProcessorCount(windows.ALL_PROCESSOR_GROUPS))
 	heavyJob, lightJob := newJob(t), newJob(t)
 	type rate struct{ flags, value uint32 }
@@ -324,14 +339,14 @@ func TestJobCPUWeight(t *testing.T) {
 	}
 	var heavy, light []windows.Handle
 	for i := 0; i < procs; i++ {
-		heavy = append(heavy, weightedSpinner(t, heavyJob))
+		heavy = append(heavy, weightedSpinner(t, heavyJob, flags))
 	}
 	for i := 0; i < procs-1; i++ {
-		light = append(light, weightedSpinner(t, lightJob))
+		light = append(light, weightedSpinner(t, lightJob, flags))
 	}
 	set(heavyJob, rate{0x1 | 0x2, 9})
 	set(lightJob, rate{0x1 | 0x2, 1})
-	light = append(light, weightedSpinner(t, lightJob))
+	light = append(light, weightedSpinner(t, lightJob, flags))
 
 	sum := func(ps []windows.Handle) time.Duration {
 		var d time.Duration

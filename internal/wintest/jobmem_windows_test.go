@@ -122,10 +122,14 @@ func queryLimits(t *testing.T, job windows.Handle) windows.JOBOBJECT_EXTENDED_LI
 
 // startInJob starts the test binary as a helper with env in job, as the shim starts a
 // HostProcess container's process: created suspended, assigned, then resumed, so that none of
-// it runs outside the job. The caller waits for cmd.
+// it runs outside the job. The caller may set other creation flags in cmd.SysProcAttr, and
+// waits for cmd.
 func startInJob(t *testing.T, job windows.Handle, cmd *exec.Cmd) {
 	t.Helper()
-	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_SUSPENDED}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.CreationFlags |= windows.CREATE_SUSPENDED
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
