@@ -25,10 +25,11 @@
  * separator, not "//", which is a UNC path on both) turned into '\', which is the same path on
  * Windows and which Wine then resolves on the current drive. The entries are
  * RtlGetFullPathName_U(_UEx) and RtlDosPathNameTo(Relative)NtPathName_U(_WithStatus), wrapped
- * in kernelbase's and kernel32's import tables (their file functions, bound to ntdll at load:
- * CreateFileW, CreateDirectoryW, GetFullPathNameW, FindFirstFileExW, GetFileAttributesExW,
- * DeleteFileW, RemoveDirectoryW, MoveFileExW, …) and in ntdll's export table (GetProcAddress
- * and modules loaded later). Calls inside ntdll itself are untouched. Wine's own tools that
+ * in the import tables of every module loaded before the install (kernelbase's and kernel32's
+ * file functions, bound to ntdll at load: CreateFileW, CreateDirectoryW, GetFullPathNameW,
+ * FindFirstFileExW, GetFileAttributesExW, DeleteFileW, RemoveDirectoryW, MoveFileExW, …;
+ * advapi32's GetNamedSecurityInfoW and SetNamedSecurityInfoW) and in ntdll's export table
+ * (GetProcAddress and modules loaded later). Calls inside ntdll itself are untouched. Wine's own tools that
  * want a Linux path's DOS name (wine_get_dos_file_name) are unaffected: they do not go through
  * these functions with a '/' path. Programs that mean a Linux path under Wine name it Z:\….
  */
@@ -146,21 +147,40 @@ static const struct {
     {"RtlGetFullPathName_UEx", (void **)&real_full_path_ex, (void *)compat_full_path_ex},
 };
 
+typedef BOOL(WINAPI *enum_modules_fn)(HANDLE process, HMODULE *modules, DWORD size, DWORD *needed);
+
+/* MAX_MODULES bounds the modules loaded before this DLL's install (a Go program has about a
+ * dozen then). */
+#define MAX_MODULES 256
+
 BOOL winepath_install(void)
 {
 	HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
-	HMODULE importers[] = {GetModuleHandleW(L"kernelbase.dll"), GetModuleHandleW(L"kernel32.dll")};
+	HMODULE importers[MAX_MODULES];
+	enum_modules_fn enum_modules =
+		(enum_modules_fn)(void *)GetProcAddress(GetModuleHandleW(L"kernel32.dll"), "K32EnumProcessModules");
+	DWORD needed = 0, n;
 	size_t i, j;
 
-	if (ntdll == NULL)
+	if (ntdll == NULL || enum_modules == NULL)
 		return FALSE;
+	/* Every module loaded so far, whose imports are bound already: kernelbase's and kernel32's
+	 * file functions, and advapi32's (GetNamedSecurityInfoW and SetNamedSecurityInfoW, which
+	 * kubelet.exe calls on /var/log/pods: advapi32 imports RtlDosPathNameToNtPathName_U from
+	 * ntdll, and bcryptprimitives.c loads advapi32 before this install runs). Modules loaded
+	 * later bind to ntdll's patched exports. */
+	if (!enum_modules(GetCurrentProcess(), importers, sizeof(importers), &needed))
+		return FALSE;
+	n = needed / sizeof(HMODULE);
+	if (n > MAX_MODULES)
+		n = MAX_MODULES;
 	for (i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
 		*hooks[i].real = (void *)GetProcAddress(ntdll, hooks[i].name);
 		/* An ntdll without the function (an older Wine): nothing calls it. */
 		if (*hooks[i].real == NULL)
 			continue;
-		for (j = 0; j < sizeof(importers) / sizeof(importers[0]); j++)
-			if (importers[j] != NULL)
+		for (j = 0; j < n; j++)
+			if (importers[j] != ntdll)
 				winecompat_patch_import((BYTE *)importers[j], "ntdll.dll", hooks[i].name, hooks[i].wrapper);
 		if (!winecompat_patch_export((BYTE *)ntdll, hooks[i].name, hooks[i].wrapper))
 			return FALSE;

@@ -29,7 +29,8 @@ func fullPathName(t *testing.T, p string) string {
 // relative to the root of the current drive (Microsoft, "Naming Files, Paths, and Namespaces"):
 // with the current folder on C:, GetFullPathNameW and filepath.Abs answer C:\…, and
 // CreateDirectoryW (os.MkdirAll), CreateFileW (os.Create) and FindFirstFileW make and find the
-// files there. Under Wine (hack/wine/winepath.c) such a path once reached the Linux machine
+// files there, and GetNamedSecurityInfoW and SetNamedSecurityInfoW find the folder (advapi32's,
+// which kubelet.exe calls on /var/log/pods). Under Wine (hack/wine/winepath.c) such a path once reached the Linux machine
 // (Z:\…): this checks that nothing appears there, both for a path whose Linux folder exists
 // (/tmp) and for one whose does not.
 func TestRootedPathOnCurrentDrive(t *testing.T) {
@@ -57,6 +58,16 @@ func TestRootedPathOnCurrentDrive(t *testing.T) {
 		}
 		if err := os.MkdirAll(rooted, 0o755); err != nil {
 			t.Fatalf("os.MkdirAll(%s): %v", rooted, err)
+		}
+		// kubelet.exe's MkdirAll of /var/log/pods: the folder it made, then its security
+		// descriptor read and written by name (advapi32, not kernelbase).
+		const info = windows.DACL_SECURITY_INFORMATION | windows.OWNER_SECURITY_INFORMATION | windows.GROUP_SECURITY_INFORMATION
+		if sd, err := windows.GetNamedSecurityInfo(rooted, windows.SE_FILE_OBJECT, info); err != nil {
+			t.Errorf("GetNamedSecurityInfoW(%s) after os.MkdirAll: %v", rooted, err)
+		} else if dacl, _, err := sd.DACL(); err != nil {
+			t.Errorf("the DACL of %s: %v", rooted, err)
+		} else if err := windows.SetNamedSecurityInfo(rooted, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION, nil, nil, dacl, nil); err != nil {
+			t.Errorf("SetNamedSecurityInfoW(%s): %v", rooted, err)
 		}
 		f, err := os.Create(rooted + "/file")
 		if err != nil {
