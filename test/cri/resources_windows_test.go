@@ -158,3 +158,60 @@ func testUpdateCPUMaximum(t *testing.T, handler string, hostProcess bool) {
 		t.Fatalf("container after a refused update: %v, %v; want running", st.GetStatus().GetState(), err)
 	}
 }
+
+// TestCPUShares runs two containers with CpuShares 10000 and two with CpuShares 1 in one pod,
+// all four spinning on this machine's processors (two cores: twice as many spinners as
+// processors), and compares their CPU time over the same window, from CRI stats: the heavy
+// pair gets more than twice the light pair's. CRI's shares are Windows' processor weight
+// (1..10000, containerd's windows.resources.cpu.shares), a job's CPU weight 9 and 1 for a
+// HostProcess container (hcsshim's conversion; under Wine hack/wine/winemem.c makes it the nice
+// value of the job's threads and session). Process isolated, in a Hyper-V pod, and as
+// HostProcess containers. A comparison over one interval, not a timing expectation: Windows
+// documents the weight as a relative share, not a figure.
+func TestCPUShares(t *testing.T) {
+	for _, tc := range []struct{ name, handler string }{{"process", ""}, {"hyperv", hypervHandler}, {"hostprocess", ""}} {
+		t.Run(tc.name, func(t *testing.T) { testCPUShares(t, tc.handler, tc.name == "hostprocess") })
+	}
+}
+
+func testCPUShares(t *testing.T, handler string, hostProcess bool) {
+	n := connect(t)
+	pod, podCfg := runLimitsPod(t, n, "pod-cpu-shares", handler, hostProcess)
+	start := func(name string, shares int64) string {
+		t.Helper()
+		cfg := containerConfig(name, "spin", "600")
+		if hostProcess {
+			cfg = hostProcessContainer(name, "spin", "600")
+		}
+		cfg.Windows.Resources.CpuShares = shares
+		return startContainer(t, n, pod, podCfg, cfg)
+	}
+	heavy := []string{start("heavy-1", 10000), start("heavy-2", 10000)}
+	light := []string{start("light-1", 1), start("light-2", 1)}
+	all := append(append([]string{}, heavy...), light...)
+	for _, id := range all {
+		waitStats(t, n, id, "CPU time", func(st *runtimeapi.ContainerStats) bool { return cpuNS(st) > 0 })
+	}
+	before := make(map[string]*runtimeapi.ContainerStats)
+	for _, id := range all {
+		before[id] = containerStats(t, n, id)
+	}
+	time.Sleep(3 * time.Second)
+	rate := func(ids []string) float64 {
+		var r float64
+		for _, id := range ids {
+			a, b := before[id], containerStats(t, n, id)
+			wall := b.GetCpu().GetTimestamp() - a.GetCpu().GetTimestamp()
+			if wall <= 0 {
+				t.Fatalf("%s: CPU stats timestamps %d then %d", id, a.GetCpu().GetTimestamp(), b.GetCpu().GetTimestamp())
+			}
+			r += float64(cpuNS(b)-cpuNS(a)) / float64(wall)
+		}
+		return r
+	}
+	h, l := rate(heavy), rate(light)
+	t.Logf("two containers with CpuShares 10000 used %.3f cores, two with CpuShares 1 %.3f", h, l)
+	if h <= 2*l {
+		t.Errorf("containers with CpuShares 10000 used %.3f cores, with CpuShares 1 %.3f: want more than twice", h, l)
+	}
+}
